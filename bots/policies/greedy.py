@@ -1,0 +1,84 @@
+"""``greedy``: meld as soon as possible, lay off whatever fits, shed high useless cards."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from server.engine import (
+    Command,
+    Discard,
+    DrawStock,
+    LayOff,
+    Meld,
+    Pass,
+    Rules,
+    SwapJoker,
+    TakeDiscard,
+    View,
+    card_face,
+    is_joker,
+)
+from server.engine.cards import face_rank, face_suit
+from server.engine.melds import enumerate_melds
+
+__all__ = ["GreedyPolicy"]
+
+
+def _usefulness(card: int, hand: Sequence[int]) -> int:
+    """How many other cards in ``hand`` could form a meld with ``card`` (same rank or near)."""
+    if is_joker(card):
+        return 10
+    face = card_face(card)
+    rank, suit = face_rank(face), face_suit(face)
+    score = 0
+    for other in hand:
+        if other == card or is_joker(other):
+            continue
+        other_face = card_face(other)
+        if face_rank(other_face) == rank:
+            score += 2
+        elif face_suit(other_face) == suit and abs(face_rank(other_face) - rank) <= 2:
+            score += 3 - abs(face_rank(other_face) - rank)
+    return score
+
+
+class GreedyPolicy:
+    """Melds the biggest meld it can, lays off, and discards its least useful high card."""
+
+    name = "greedy"
+
+    def choose(
+        self, rules: Rules, seen: View, actions: Sequence[Command], rng: random.Random
+    ) -> Command:
+        """The greedy choice among ``actions``."""
+        melds = [action for action in actions if isinstance(action, Meld)]
+        if melds:
+            return max(melds, key=lambda action: sum(len(spec.cards) for spec in action.melds))
+        for action in actions:
+            if isinstance(action, LayOff | SwapJoker):
+                return action
+        if any(isinstance(action, DrawStock | TakeDiscard | Pass) for action in actions):
+            return self._draw(rules, seen, actions)
+        discards = [action for action in actions if isinstance(action, Discard)]
+        hand = seen.hand
+        values = rules.values
+
+        def badness(action: Discard) -> tuple[int, int]:
+            card = action.card
+            return (values[card_face(card)] - 4 * _usefulness(card, hand), card)
+
+        return max(discards, key=badness)
+
+    @staticmethod
+    def _draw(rules: Rules, seen: View, actions: Sequence[Command]) -> Command:
+        take = next((a for a in actions if isinstance(a, TakeDiscard)), None)
+        if take is not None and seen.pile:
+            upcard = seen.pile[-1]
+            with_upcard = (*seen.hand, upcard)
+            if any(upcard in meld.cards for meld in enumerate_melds(with_upcard, rules.meld_rules)):
+                return take
+        for action in actions:
+            if isinstance(action, DrawStock):
+                return action
+        return take if take is not None else actions[0]

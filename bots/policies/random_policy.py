@@ -1,0 +1,22 @@
+"""``random``: uniform over the legal actions."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from server.engine import Command, Rules, View
+
+__all__ = ["RandomPolicy"]
+
+
+class RandomPolicy:
+    """Picks any legal action with equal probability."""
+
+    name = "random"
+
+    def choose(
+        self, rules: Rules, seen: View, actions: Sequence[Command], rng: random.Random
+    ) -> Command:
+        """A uniformly random legal action."""
+        return rng.choice(actions)

@@ -1,0 +1,215 @@
+"""The ``ramino`` command.
+
+Subcommands: ``variants`` (presets and options), ``simulate`` (random playouts with invariant
+checks) and ``demo`` (a game played by bots, printed move by move). Exit status: 0 on success,
+1 when a simulation finds invariant violations, 2 for bad arguments, variants or options
+(the message names the error code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from server.engine import (
+    OPTIONS,
+    VARIANTS,
+    EngineError,
+    Event,
+    HandEnded,
+    chance,
+    chance_pending,
+    decide,
+    evolve,
+    format_cards,
+    is_over,
+    legal_actions,
+    make_rules,
+    new_game,
+    to_move,
+    view,
+)
+from server.engine.variants import parse_option_value
+from server.narration import describe_event
+
+__all__ = ["main"]
+
+
+def _parse_options(pairs: Sequence[str]) -> dict[str, object]:
+    options: dict[str, object] = {}
+    for pair in pairs:
+        key, separator, value = pair.partition("=")
+        if not separator:
+            raise EngineError(f"an option is KEY=VALUE, got {pair!r}", "variant/bad_option")
+        options[key.strip()] = parse_option_value(key.strip(), value)
+    return options
+
+
+def _variants_json() -> list[dict[str, Any]]:
+    result = []
+    for preset in VARIANTS.values():
+        options = []
+        for name in preset.options:
+            spec = OPTIONS[name]
+            options.append(
+                {
+                    "name": name,
+                    "type": spec.kind,
+                    "choices": list(spec.choices),
+                    "default": preset.defaults.get(name),
+                    "help": spec.help,
+                }
+            )
+        result.append(
+            {
+                "name": preset.name,
+                "title": preset.title,
+                "description": preset.description,
+                "players": [preset.min_players, preset.max_players],
+                "options": options,
+            }
+        )
+    return result
+
+
+def _command_variants(args: argparse.Namespace) -> int:
+    data = _variants_json()
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    for preset in data:
+        low, high = preset["players"]
+        print(f"{preset['name']} - {preset['title']} ({low}-{high} players)")
+        print(f"  {preset['description']}")
+        for option in preset["options"]:
+            spec = OPTIONS[option["name"]]
+            default = option["default"]
+            shown = "unlimited" if default is None else json.dumps(default)
+            print(f"  --option {option['name']}=...  [{spec.describe_type()}] default {shown}")
+        print()
+    return 0
+
+
+def _command_simulate(args: argparse.Namespace) -> int:
+    from server.simulation import simulate
+
+    options = _parse_options(args.option)
+
+    def progress(number: int, _outcome: object) -> None:
+        if not args.json and args.games >= 20 and (number + 1) % max(1, args.games // 10) == 0:
+            print(f"  {number + 1}/{args.games} games", file=sys.stderr)
+
+    summary = simulate(
+        args.variant,
+        args.players,
+        args.games,
+        seed=args.seed,
+        options=options,
+        check=not args.no_check,
+        on_game=progress,
+    )
+    data = summary.as_json()
+    if args.json:
+        print(json.dumps(data, sort_keys=True))
+    else:
+        print(f"variant {summary.variant}, {summary.players} players, seed {summary.seed}")
+        print(
+            f"games {summary.completed}/{summary.games} completed, {summary.hands} hands,"
+            f" {summary.moves} moves in {summary.seconds:.2f} s"
+            f" ({summary.games_per_s:.1f} games/s)"
+        )
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(summary.end_reasons.items()))
+        print(f"hands ended: {reasons}; rummies {summary.rummies}")
+        print("wins by seat: " + ", ".join(f"{w:g}" for w in summary.wins))
+        print(f"invariant violations: {summary.invariant_violations}")
+        for line in summary.violations[:10]:
+            print(f"  {line}")
+    return 1 if summary.invariant_violations else 0
+
+
+def _command_demo(args: argparse.Namespace) -> int:
+    from bots.policies import GreedyPolicy
+
+    rules = make_rules(args.variant, _parse_options(args.option), args.players)
+    names = [f"bot{seat + 1}" for seat in range(args.players)]
+    rng = random.Random(args.seed)
+    policy = GreedyPolicy()
+    state = new_game(rules)
+    print(f"{rules.preset} with {args.players} greedy bots (seed {args.seed})")
+    while not is_over(state):
+        events: tuple[Event, ...]
+        if chance_pending(state):
+            events = (chance(state, rng),)
+        else:
+            seat = to_move(state)
+            seen = view(state, seat)
+            events = decide(
+                state, seat, policy.choose(rules, seen, legal_actions(state, seat), rng)
+            )
+        for event in events:
+            state = evolve(state, event)
+            print("  " + describe_event(event, names))
+            if not isinstance(event, HandEnded) and state.turn >= 0 and args.show_hands:
+                hand = format_cards(state.hands[state.turn])
+                print(f"      {names[state.turn]} holds {hand}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``ramino`` command."""
+    parser = argparse.ArgumentParser(
+        prog="ramino", description="Ramino: an authoritative server for rummy-family card games."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    variants = commands.add_parser("variants", help="list every preset with its options")
+    variants.add_argument("--json", action="store_true", help="machine-readable output")
+    variants.set_defaults(handler=_command_variants)
+
+    simulate = commands.add_parser(
+        "simulate", help="play random games and check the engine's invariants after every event"
+    )
+    simulate.add_argument("--variant", required=True)
+    simulate.add_argument("--players", type=int, default=2)
+    simulate.add_argument("--games", type=int, default=100)
+    simulate.add_argument("--seed", default="0")
+    simulate.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE", help="a table option"
+    )
+    simulate.add_argument("--json", action="store_true", help="end with one JSON summary line")
+    simulate.add_argument(
+        "--no-check", action="store_true", help="skip the invariant checks (measure raw speed)"
+    )
+    simulate.set_defaults(handler=_command_simulate)
+
+    demo = commands.add_parser("demo", help="watch bots play a game, move by move")
+    demo.add_argument("--variant", default="basic")
+    demo.add_argument("--players", type=int, default=3)
+    demo.add_argument("--seed", default="demo")
+    demo.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+    demo.add_argument(
+        "--show-hands", action="store_true", help="print the hand of the seat to move"
+    )
+    demo.set_defaults(handler=_command_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``ramino`` command; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except EngineError as error:
+        print(f"ramino: error [{error.code}]: {error.message}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

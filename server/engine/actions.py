@@ -1,0 +1,241 @@
+"""Commands (what a seat asks for) and events (what happened), as frozen msgspec Structs.
+
+Both are tagged unions (``type`` field) so they encode to msgpack and back without loss. Cards
+are ints (see ``cards``); score amounts are exact fractions written as text (``"25"``,
+``"25/2"``) because a hand settled by differences may split points among tied players.
+
+Commands are validated by ``decide``; events are trusted by ``evolve``.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+import msgspec
+
+from server.engine.cards import Card, Face, format_card, format_cards, format_face
+
+__all__ = [
+    "Command",
+    "Dealt",
+    "Declined",
+    "Discard",
+    "Discarded",
+    "DrawStock",
+    "Drew",
+    "Event",
+    "GameEnded",
+    "HandEnded",
+    "LaidOff",
+    "LayOff",
+    "Meld",
+    "MeldSpec",
+    "Melded",
+    "Pass",
+    "StockRebuilt",
+    "SwapJoker",
+    "SwappedJoker",
+    "TakeDiscard",
+    "TookDiscard",
+    "describe_command",
+]
+
+
+class MeldSpec(msgspec.Struct, frozen=True):
+    """Cards for one new meld and the face each stands for (a joker's declared card)."""
+
+    cards: tuple[Card, ...]
+    faces: tuple[Face, ...]
+
+
+# Commands --------------------------------------------------------------------------------------
+
+
+class DrawStock(msgspec.Struct, frozen=True, tag="draw_stock"):
+    """Draw the top card of the stock."""
+
+
+class TakeDiscard(msgspec.Struct, frozen=True, tag="take_discard"):
+    """Take the upcard (``count`` = 1) or, where allowed, that many cards from the pile's top."""
+
+    count: int = 1
+
+
+class Meld(msgspec.Struct, frozen=True, tag="meld"):
+    """Lay down one or more new melds from the hand."""
+
+    melds: tuple[MeldSpec, ...]
+
+
+class LayOff(msgspec.Struct, frozen=True, tag="lay_off"):
+    """Add ``card`` (standing for ``face``) to table meld number ``target``."""
+
+    card: Card
+    target: int
+    face: Face
+
+
+class SwapJoker(msgspec.Struct, frozen=True, tag="swap_joker"):
+    """Put natural ``card`` in place of the joker standing for it in table meld ``target``."""
+
+    card: Card
+    target: int
+
+
+class Discard(msgspec.Struct, frozen=True, tag="discard"):
+    """Discard ``card`` face up, ending the turn."""
+
+    card: Card
+
+
+class Pass(msgspec.Struct, frozen=True, tag="pass"):
+    """Decline: the upcard when the stock is empty (the hand then ends)."""
+
+
+Command: TypeAlias = DrawStock | TakeDiscard | Meld | LayOff | SwapJoker | Discard | Pass
+
+# Events ----------------------------------------------------------------------------------------
+
+
+class Dealt(msgspec.Struct, frozen=True, tag="dealt"):
+    """A new hand: the whole pack in shuffled order (chance), and who deals.
+
+    Cards are dealt one at a time from the front of ``order`` starting left of the dealer; the
+    next card is the upcard and the rest is the stock, drawn from the front. ``cuts`` holds the
+    cards cut to choose the first dealer (``dealer=lowest_card``), one per seat, else empty.
+    """
+
+    hand: int
+    dealer: int
+    order: tuple[Card, ...]
+    cuts: tuple[Card, ...] = ()
+
+
+class Drew(msgspec.Struct, frozen=True, tag="drew"):
+    """``seat`` drew ``card`` from the stock. Other seats see ``card`` as -1."""
+
+    seat: int
+    card: Card
+
+
+class TookDiscard(msgspec.Struct, frozen=True, tag="took_discard"):
+    """``seat`` took ``cards`` (top of the pile last) from the discard pile."""
+
+    seat: int
+    cards: tuple[Card, ...]
+
+
+class Melded(msgspec.Struct, frozen=True, tag="melded"):
+    """``seat`` laid down new melds (canonical order); they get the next table indices."""
+
+    seat: int
+    melds: tuple[MeldSpec, ...]
+
+
+class LaidOff(msgspec.Struct, frozen=True, tag="laid_off"):
+    """``seat`` added ``card`` as ``face`` to table meld ``target``."""
+
+    seat: int
+    card: Card
+    target: int
+    face: Face
+
+
+class SwappedJoker(msgspec.Struct, frozen=True, tag="swapped_joker"):
+    """``seat`` put ``card`` into meld ``target`` and took ``joker`` into his hand."""
+
+    seat: int
+    card: Card
+    target: int
+    joker: Card
+
+
+class Discarded(msgspec.Struct, frozen=True, tag="discarded"):
+    """``seat`` discarded ``card``."""
+
+    seat: int
+    card: Card
+
+
+class StockRebuilt(msgspec.Struct, frozen=True, tag="stock_rebuilt"):
+    """The discard pile became the stock, in ``order`` (drawn from the front). Chance."""
+
+    order: tuple[Card, ...]
+    shuffled: bool
+
+
+class Declined(msgspec.Struct, frozen=True, tag="declined"):
+    """``seat`` declined the upcard with the stock exhausted."""
+
+    seat: int
+
+
+class HandEnded(msgspec.Struct, frozen=True, tag="hand_ended"):
+    """A hand is over: every hand revealed, what each seat scores, and the totals after it.
+
+    ``winner`` is the seat that went out, or -1 when no one did (``reason`` says why).
+    """
+
+    hand: int
+    winner: int
+    reason: str
+    rummy: bool
+    hands: tuple[tuple[Card, ...], ...]
+    counts: tuple[int, ...]
+    points: tuple[str, ...]
+    totals: tuple[str, ...]
+
+
+class GameEnded(msgspec.Struct, frozen=True, tag="game_ended"):
+    """The game is over; ``winners`` share the win."""
+
+    winners: tuple[int, ...]
+    totals: tuple[str, ...]
+
+
+Event: TypeAlias = (
+    Dealt
+    | Drew
+    | TookDiscard
+    | Melded
+    | LaidOff
+    | SwappedJoker
+    | Discarded
+    | StockRebuilt
+    | Declined
+    | HandEnded
+    | GameEnded
+)
+
+
+def _format_spec(spec: MeldSpec) -> str:
+    return " ".join(
+        format_card(card) if card & 63 == face else f"{format_card(card)}={format_face(face)}"
+        for card, face in zip(spec.cards, spec.faces)
+    )
+
+
+def describe_command(command: Command) -> str:
+    """A short readable form of a command, e.g. ``discard 7H`` or ``meld [7H 8H 9H]``."""
+    match command:
+        case DrawStock():
+            return "draw stock"
+        case TakeDiscard(count=count):
+            return "take discard" if count == 1 else f"take {count} from discard pile"
+        case Meld(melds=melds):
+            return "meld " + " ".join(f"[{_format_spec(spec)}]" for spec in melds)
+        case LayOff(card=card, target=target, face=face):
+            shown = _format_spec(MeldSpec((card,), (face,)))
+            return f"lay off {shown} on meld {target}"
+        case SwapJoker(card=card, target=target):
+            return f"swap {format_card(card)} for the joker in meld {target}"
+        case Discard(card=card):
+            return f"discard {format_card(card)}"
+        case Pass():
+            return "pass"
+    raise AssertionError(f"unknown command {command!r}")  # pragma: no cover
+
+
+def describe_cards(cards: tuple[Card, ...]) -> str:
+    """Cards in notation, for messages."""
+    return format_cards(cards)

@@ -1,0 +1,128 @@
+"""Invariants every reachable state and event must satisfy, as pure checks.
+
+Each check returns a list of human-readable violations (empty when all is well); the simulator
+and the property tests run them after every event.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+
+from server.engine.actions import Event, HandEnded
+from server.engine.cards import Card, format_cards, make_deck
+from server.engine.game import Phase, State
+from server.engine.views import HIDDEN, redact, view, visible_cards
+
+__all__ = ["check_conservation", "check_event_secrecy", "check_view_secrecy", "hidden_from"]
+
+
+def _cards_in_play(state: State) -> list[Card]:
+    cards: list[Card] = [card for hand in state.hands for card in hand]
+    cards.extend(state.stock)
+    cards.extend(state.pile)
+    for table_meld in state.melds:
+        cards.extend(table_meld.meld.cards)
+    return cards
+
+
+@functools.cache
+def _sorted_pack(decks: int, jokers: int) -> list[Card]:
+    return sorted(make_deck(decks, jokers))
+
+
+def check_conservation(state: State) -> list[str]:
+    """Every card of the pack is in exactly one place (once the first hand is dealt)."""
+    if state.hand_number == 0:
+        return []
+    rules = state.rules
+    in_play = _cards_in_play(state)
+    in_play.sort()
+    if in_play == _sorted_pack(rules.decks, rules.jokers):
+        return []
+    expected = Counter(make_deck(rules.decks, rules.jokers))
+    actual = Counter(in_play)
+    missing = sorted((expected - actual).elements())
+    extra = sorted((actual - expected).elements())
+    return [
+        f"cards not conserved: missing [{format_cards(missing)}], extra [{format_cards(extra)}]"
+    ]
+
+
+def hidden_from(state: State, seat: int | None) -> frozenset[Card]:
+    """Cards ``seat`` (``None``: a spectator) must not see in ``state``: other hands and stock.
+
+    Cards taken from the discard pile this turn were public before, so they are not hidden.
+    """
+    if state.phase not in (Phase.DRAW, Phase.PLAY):
+        return frozenset()
+    hidden = set(state.stock)
+    for other, hand in enumerate(state.hands):
+        if other != seat:
+            hidden.update(hand)
+    return frozenset(hidden.difference(state.taken))
+
+
+def check_view_secrecy(state: State) -> list[str]:
+    """No seat's view (nor a spectator's) shows another seat's cards or the stock."""
+    problems = []
+    for seat in [None, *range(state.players)]:
+        leaked = visible_cards(view(state, seat)) & hidden_from(state, seat)
+        if leaked:
+            problems.append(
+                f"view of seat {seat} shows hidden cards [{format_cards(sorted(leaked))}]"
+            )
+    return problems
+
+
+def check_event_secrecy(before: State, event: Event, after: State) -> list[str]:
+    """No redacted event shows a viewer a card hidden from him both before and after it.
+
+    A card may show when the viewer could see it before (a discard taken from the pile) or
+    after (his own draw). The end of a hand reveals every hand, so ``HandEnded`` is exempt.
+    """
+    if isinstance(event, HandEnded):
+        return []
+    rules = before.rules
+    pack = frozenset(make_deck(rules.decks, rules.jokers))
+    problems = []
+    for seat in [None, *range(before.players)]:
+        hidden_before = pack if before.phase is Phase.DEAL else hidden_from(before, seat)
+        shown = _event_cards(redact(before, event, seat))
+        leaked = shown & hidden_before & hidden_from(after, seat)
+        if leaked:
+            problems.append(
+                f"{type(event).__name__} shows seat {seat} hidden cards"
+                f" [{format_cards(sorted(leaked))}]"
+            )
+    return problems
+
+
+_NOT_CARDS = frozenset(
+    {"seat", "target", "face", "faces", "hand", "dealer", "winner", "winners", "counts", "cuts"}
+)
+
+
+def _event_cards(event: Event) -> frozenset[Card]:
+    cards: set[Card] = set()
+    for name in event.__struct_fields__:
+        value = getattr(event, name)
+        if name in _NOT_CARDS:
+            continue
+        _collect(value, cards)
+    cards.discard(HIDDEN)
+    return frozenset(cards)
+
+
+def _collect(value: object, into: set[Card]) -> None:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        into.add(value)
+    elif isinstance(value, tuple):
+        for item in value:
+            _collect(item, into)
+    elif hasattr(value, "__struct_fields__"):
+        for name in value.__struct_fields__:
+            if name not in _NOT_CARDS:
+                _collect(getattr(value, name), into)

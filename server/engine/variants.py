@@ -1,0 +1,513 @@
+"""Variants as data: presets, table options and the resolved ``Rules`` a game is played by.
+
+A *preset* (``basic``, ``wrotham``, ...) is a name, a description, a player range and a set of
+default option values; a table creator may override any option the preset lists. ``make_rules``
+validates the overrides (unknown option, wrong type, value out of range, contradictory options:
+each a ``VariantError`` naming the option) and resolves everything that depends on the number of
+players into one frozen ``Rules`` object that the state machine reads.
+
+>>> rules = make_rules("basic", {"going_rummy": "plus10"}, players=3)
+>>> (rules.hand_size, rules.going_rummy)
+(7, 'plus10')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from server.engine.cards import JOKER, face_rank
+from server.engine.errors import VariantError
+from server.engine.melds import AceMode, MeldRules
+
+__all__ = [
+    "OPTIONS",
+    "VARIANTS",
+    "OptionSpec",
+    "Preset",
+    "Rules",
+    "find_variant",
+    "make_rules",
+    "parse_option_value",
+]
+
+UNLIMITED = "unlimited"
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    """One table option: its type, allowed values and meaning."""
+
+    name: str
+    kind: str
+    """``bool``, ``int``, ``choice`` or ``int_or_unlimited``."""
+    help: str
+    choices: tuple[str, ...] = ()
+    minimum: int | None = None
+    maximum: int | None = None
+
+    def validate(self, value: object) -> object:
+        """Return ``value`` checked (and normalised) for this option.
+
+        Raises:
+            VariantError: the value has the wrong type or is out of range.
+        """
+        if self.kind == "bool":
+            if not isinstance(value, bool):
+                raise VariantError(
+                    f"option {self.name!r} takes true or false, got {value!r}", "variant/bad_option"
+                )
+            return value
+        if self.kind == "choice":
+            if value not in self.choices:
+                raise VariantError(
+                    f"option {self.name!r} takes one of {', '.join(self.choices)}, got {value!r}",
+                    "variant/bad_option",
+                )
+            return value
+        if self.kind == "int_or_unlimited" and (value is None or value == UNLIMITED):
+            return None
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise VariantError(
+                f"option {self.name!r} takes an integer"
+                + (" or 'unlimited'" if self.kind == "int_or_unlimited" else "")
+                + f", got {value!r}",
+                "variant/bad_option",
+            )
+        if (self.minimum is not None and value < self.minimum) or (
+            self.maximum is not None and value > self.maximum
+        ):
+            raise VariantError(
+                f"option {self.name!r} must be between {self.minimum} and {self.maximum},"
+                f" got {value!r}",
+                "variant/bad_option",
+            )
+        return value
+
+    def describe_type(self) -> str:
+        """A short human description of the accepted values."""
+        if self.kind == "choice":
+            return " | ".join(self.choices)
+        if self.kind == "int_or_unlimited":
+            return "integer | unlimited"
+        return "true | false" if self.kind == "bool" else "integer"
+
+
+def _option(name: str, kind: str, help: str, **extra: Any) -> tuple[str, OptionSpec]:
+    return name, OptionSpec(name, kind, help, **extra)
+
+
+OPTIONS: dict[str, OptionSpec] = dict(
+    [
+        _option("decks", "int", "Number of 52-card decks.", minimum=1, maximum=4),
+        _option("jokers", "int", "Number of jokers in the whole pack.", minimum=0, maximum=12),
+        _option(
+            "ace",
+            "choice",
+            "Where an ace may sit in a run: low (A-2-3), high_or_low (also Q-K-A), around"
+            " (also K-A-2). When aces can be high, an ace left in hand is worth 15.",
+            choices=tuple(mode.value for mode in AceMode),
+        ),
+        _option(
+            "melds_per_turn",
+            "choice",
+            "How many new melds a player may lay down in one turn.",
+            choices=("1", UNLIMITED),
+        ),
+        _option(
+            "going_rummy",
+            "choice",
+            "Effect of going out in one turn without having melded or laid off before:"
+            " none, double (what changes hands is doubled) or plus10 (10 more change hands).",
+            choices=("none", "double", "plus10"),
+        ),
+        _option(
+            "layoff_requires_own_meld",
+            "bool",
+            "No lay-off before the player's own first meld of the hand.",
+        ),
+        _option(
+            "must_discard_to_go_out",
+            "bool",
+            "The last card must be a discard: melds and lay-offs must leave a card to discard.",
+        ),
+        _option(
+            "stock_exhausted",
+            "choice",
+            "When the stock runs out: turn_over (the discard pile, not shuffled, becomes the"
+            " stock), shuffle (the same, shuffled) or block (the hand ends when the player to"
+            " move does not take the upcard).",
+            choices=("turn_over", "shuffle", "block"),
+        ),
+        _option(
+            "max_stock_reuses",
+            "int_or_unlimited",
+            "How many times the discard pile may become the stock; past it the hand ends as"
+            " with block.",
+            minimum=0,
+            maximum=1000,
+        ),
+        _option(
+            "scoring",
+            "choice",
+            "winner_collects (the winner scores the other hands), penalty (each loser scores"
+            " his own hand; lowest total wins) or pay_winner (each loser pays the winner; zero-sum,"
+            " fixed number of deals).",
+            choices=("winner_collects", "penalty", "pay_winner"),
+        ),
+        _option(
+            "target",
+            "int_or_unlimited",
+            "Score that ends the game when reached; unlimited when the game is a fixed number of"
+            " deals.",
+            minimum=1,
+            maximum=100_000,
+        ),
+        _option(
+            "deals",
+            "int_or_unlimited",
+            "Fixed number of deals in the game (instead of a target).",
+            minimum=1,
+            maximum=1000,
+        ),
+        _option(
+            "dealer",
+            "choice",
+            "How the first dealer is chosen: random, or lowest_card (everyone cuts; lowest deals).",
+            choices=("random", "lowest_card"),
+        ),
+        _option(
+            "joker_swap",
+            "bool",
+            "A player holding the natural card a table joker stands for may exchange it for the"
+            " joker on his turn.",
+        ),
+        _option("joker_value", "int", "Value of a joker left in hand.", minimum=0, maximum=100),
+        _option(
+            "idle_turn_cap",
+            "int",
+            "Safety cap: after this many consecutive turns in which no card was melded or laid"
+            " off, the hand ends as if no one went out.",
+            minimum=4,
+            maximum=10_000,
+        ),
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    """A named variant: its defaults and which options a table may change."""
+
+    name: str
+    title: str
+    description: str
+    min_players: int
+    max_players: int
+    defaults: Mapping[str, object]
+    options: tuple[str, ...]
+    hand_sizes: Mapping[int, int]
+    """Cards dealt to each player, by number of players."""
+    starter_extra_card: bool = False
+    """Wrotham: the starting player gets one card more and does not draw on his first turn."""
+    all_at_once_from_deal: int | None = None
+    """Wrotham: from this deal (1-based) on, nobody may meld until he can go out at once."""
+    closes_with_discard: bool = False
+    min_natural: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Everything the state machine needs to know about a table, resolved for its players."""
+
+    preset: str
+    players: int
+    options: tuple[tuple[str, object], ...]
+    """The options the table creator set (validated), sorted by name."""
+    decks: int
+    jokers: int
+    hand_size: int
+    starter_extra_card: bool
+    all_at_once_from_deal: int | None
+    ace: AceMode
+    min_natural: int
+    melds_per_turn: int | None
+    going_rummy: str
+    layoff_requires_own_meld: bool
+    must_discard_to_go_out: bool
+    stock_exhausted: str
+    max_stock_reuses: int | None
+    scoring: str
+    target: int | None
+    deals: int | None
+    dealer: str
+    joker_swap: bool
+    joker_value: int
+    idle_turn_cap: int
+    meld_rules: MeldRules = field(init=False)
+    values: tuple[int, ...] = field(init=False)
+    """Value of each face (index 52: joker) when left in hand."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "meld_rules", MeldRules(self.ace, self.min_natural))
+        ace_value = 1 if self.ace is AceMode.LOW else 15
+        values = [0] * (JOKER + 1)
+        for face in range(JOKER):
+            rank = face_rank(face)
+            values[face] = ace_value if rank == 1 else min(rank, 10)
+        values[JOKER] = self.joker_value
+        object.__setattr__(self, "values", tuple(values))
+
+    @property
+    def deck_size(self) -> int:
+        """Number of physical cards in the pack."""
+        return 52 * self.decks + self.jokers
+
+
+_BASIC_OPTIONS = (
+    "going_rummy",
+    "layoff_requires_own_meld",
+    "ace",
+    "must_discard_to_go_out",
+    "stock_exhausted",
+    "max_stock_reuses",
+    "scoring",
+    "target",
+    "deals",
+    "dealer",
+    "melds_per_turn",
+    "idle_turn_cap",
+)
+
+_BASIC_DEFAULTS: dict[str, object] = {
+    "decks": 1,
+    "jokers": 0,
+    "ace": "low",
+    "melds_per_turn": "1",
+    "going_rummy": "double",
+    "layoff_requires_own_meld": False,
+    "must_discard_to_go_out": False,
+    "stock_exhausted": "turn_over",
+    "max_stock_reuses": None,
+    "scoring": "winner_collects",
+    "target": 100,
+    "deals": None,
+    "dealer": "random",
+    "joker_swap": False,
+    "joker_value": 15,
+    "idle_turn_cap": 60,
+}
+
+_SIZES_10_7_6 = {2: 10, 3: 7, 4: 7, 5: 6, 6: 6}
+
+VARIANTS: dict[str, Preset] = {
+    preset.name: preset
+    for preset in (
+        Preset(
+            name="basic",
+            title="Rummy",
+            description=(
+                "Straight rummy with one 52-card deck: draw, meld (one per turn), lay off,"
+                " discard; the winner collects the value of the other hands."
+            ),
+            min_players=2,
+            max_players=6,
+            defaults=_BASIC_DEFAULTS,
+            options=_BASIC_OPTIONS,
+            hand_sizes=_SIZES_10_7_6,
+        ),
+        Preset(
+            name="block",
+            title="Block Rummy",
+            description="Rummy whose discard pile is never reused: when the stock runs out and"
+            " the player to move does not take the upcard, the hand ends and is settled by"
+            " differences.",
+            min_players=2,
+            max_players=6,
+            defaults={**_BASIC_DEFAULTS, "stock_exhausted": "block"},
+            options=_BASIC_OPTIONS,
+            hand_sizes=_SIZES_10_7_6,
+        ),
+        Preset(
+            name="wrotham",
+            title="Wrotham Rummy",
+            description=(
+                "Rummy with three jokers and joker swaps, played for exactly six deals; the"
+                " starter gets 8 cards and does not draw on his first turn; in deals 4-6 nobody"
+                " may meld until he can lay down his whole hand at once."
+            ),
+            min_players=2,
+            max_players=6,
+            defaults={
+                **_BASIC_DEFAULTS,
+                "jokers": 3,
+                "joker_swap": True,
+                "deals": 6,
+                "target": None,
+            },
+            options=(*_BASIC_OPTIONS, "joker_value", "joker_swap"),
+            hand_sizes=dict.fromkeys(range(2, 7), 7),
+            starter_extra_card=True,
+            all_at_once_from_deal=4,
+        ),
+        Preset(
+            name="ramino_classic",
+            title="Ramino (classic)",
+            description=(
+                "The Italian family game: one deck with two jokers, any number of melds per"
+                " turn, lay-off onto any meld, close with or without a final discard; the winner"
+                " scores the other hands (joker 15)."
+            ),
+            min_players=2,
+            max_players=6,
+            defaults={**_BASIC_DEFAULTS, "jokers": 2, "melds_per_turn": UNLIMITED},
+            options=(*_BASIC_OPTIONS, "decks", "jokers", "joker_value", "joker_swap"),
+            hand_sizes=_SIZES_10_7_6,
+        ),
+    )
+}
+
+
+def find_variant(name: str) -> Preset:
+    """Return the preset called ``name``.
+
+    Raises:
+        VariantError: no such preset (code ``variant/unknown``).
+    """
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise VariantError(
+            f"unknown variant {name!r}; known: {', '.join(sorted(VARIANTS))}", "variant/unknown"
+        ) from None
+
+
+def parse_option_value(name: str, text: str) -> object:
+    """Turn the text form of an option (as given on a command line) into its typed value.
+
+    Raises:
+        VariantError: the option is unknown or the text is not of its type.
+    """
+    spec = OPTIONS.get(name)
+    if spec is None:
+        raise VariantError(f"unknown option {name!r}", "variant/unknown_option")
+    lowered = text.strip().lower()
+    if spec.kind == "bool":
+        if lowered in {"true", "yes", "on", "1"}:
+            return True
+        if lowered in {"false", "no", "off", "0"}:
+            return False
+        raise VariantError(
+            f"option {name!r} takes true or false, got {text!r}", "variant/bad_option"
+        )
+    if spec.kind == "choice":
+        return lowered
+    if spec.kind == "int_or_unlimited" and lowered in {UNLIMITED, "none", "off"}:
+        return None
+    try:
+        return int(lowered)
+    except ValueError:
+        raise VariantError(
+            f"option {name!r} takes an integer, got {text!r}", "variant/bad_option"
+        ) from None
+
+
+def make_rules(name: str, options: Mapping[str, object], players: int) -> Rules:
+    """Validate a table's options against its preset and resolve the ``Rules``.
+
+    Raises:
+        VariantError: unknown preset or option, a wrong value, contradictory options, or a
+            number of players the preset does not allow.
+    """
+    preset = find_variant(name)
+    if not isinstance(players, int) or not preset.min_players <= players <= preset.max_players:
+        raise VariantError(
+            f"{preset.name} is played by {preset.min_players}-{preset.max_players} players,"
+            f" got {players!r}",
+            "variant/bad_players",
+        )
+    chosen: dict[str, object] = {}
+    for key, value in options.items():
+        if key not in preset.options:
+            raise VariantError(
+                f"unknown option {key!r} for {preset.name}; options: {', '.join(preset.options)}",
+                "variant/unknown_option",
+            )
+        chosen[key] = OPTIONS[key].validate(value)
+    settings = {**preset.defaults, **chosen}
+    scoring = settings["scoring"]
+    if "target" in chosen and "deals" in chosen and chosen["target"] and chosen["deals"]:
+        raise VariantError(
+            "options 'target' and 'deals' contradict each other: a game ends at a target score"
+            " or after a number of deals, not both",
+            "variant/contradictory_options",
+        )
+    if chosen.get("deals"):
+        settings["target"] = None
+    if scoring == "pay_winner":
+        if chosen.get("target"):
+            raise VariantError(
+                "option 'target' contradicts scoring=pay_winner, which is played for a fixed"
+                " number of deals",
+                "variant/contradictory_options",
+            )
+        settings["target"] = None
+        if not settings["deals"]:
+            settings["deals"] = players
+    if settings["target"] is None and settings["deals"] is None:
+        raise VariantError(
+            "the game needs an end: set 'target' or 'deals'", "variant/contradictory_options"
+        )
+    if settings["max_stock_reuses"] is not None and settings["stock_exhausted"] == "block":
+        raise VariantError(
+            "option 'max_stock_reuses' contradicts stock_exhausted=block (the pile is never"
+            " reused)",
+            "variant/contradictory_options",
+        )
+    hand_size = preset.hand_sizes[players]
+    decks = int(str(settings["decks"]))
+    jokers = int(str(settings["jokers"]))
+    starter_extra = preset.starter_extra_card
+    needed = hand_size * players + (1 if starter_extra else 0) + 2
+    if 52 * decks + jokers < needed:
+        raise VariantError(
+            f"{decks} deck(s) and {jokers} joker(s) are too few for {players} players",
+            "variant/contradictory_options",
+        )
+    melds_per_turn = settings["melds_per_turn"]
+    return Rules(
+        preset=preset.name,
+        players=players,
+        options=tuple(sorted(chosen.items())),
+        decks=decks,
+        jokers=jokers,
+        hand_size=hand_size,
+        starter_extra_card=starter_extra,
+        all_at_once_from_deal=preset.all_at_once_from_deal,
+        ace=AceMode(str(settings["ace"])),
+        min_natural=preset.min_natural,
+        melds_per_turn=None if melds_per_turn == UNLIMITED else int(str(melds_per_turn)),
+        going_rummy=str(settings["going_rummy"]),
+        layoff_requires_own_meld=bool(settings["layoff_requires_own_meld"]),
+        must_discard_to_go_out=bool(settings["must_discard_to_go_out"]),
+        stock_exhausted=str(settings["stock_exhausted"]),
+        max_stock_reuses=_optional_int(settings["max_stock_reuses"]),
+        scoring=str(scoring),
+        target=_optional_int(settings["target"]),
+        deals=_optional_int(settings["deals"]),
+        dealer=str(settings["dealer"]),
+        joker_swap=bool(settings["joker_swap"]),
+        joker_value=int(str(settings["joker_value"])),
+        idle_turn_cap=int(str(settings["idle_turn_cap"])),
+    )
+
+
+def _optional_int(value: object) -> int | None:
+    return None if value is None else int(str(value))
+
+
+def rules_replace(rules: Rules, **changes: Any) -> Rules:
+    """A copy of ``rules`` with some fields changed (for tests and tools)."""
+    return dataclasses.replace(rules, **changes)

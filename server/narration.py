@@ -1,0 +1,88 @@
+"""Events as sentences a player understands, for demos, replays and logs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from server.engine import (
+    Dealt,
+    Declined,
+    Discarded,
+    Drew,
+    Event,
+    GameEnded,
+    HandEnded,
+    LaidOff,
+    Melded,
+    MeldSpec,
+    StockRebuilt,
+    SwappedJoker,
+    TookDiscard,
+    format_card,
+    format_cards,
+    format_face,
+    is_joker,
+)
+from server.engine.views import HIDDEN
+
+__all__ = ["describe_event", "describe_spec"]
+
+_REASONS = {
+    "out": "went out",
+    "idle_cap": "no one went out (safety cap: too many turns without a lay-down)",
+    "stock_exhausted": "no one went out (stock exhausted)",
+}
+
+
+def describe_spec(spec: MeldSpec) -> str:
+    """A meld as ``7H 8H JK=9H``."""
+    return " ".join(
+        f"{format_card(card)}={format_face(face)}" if is_joker(card) else format_card(card)
+        for card, face in zip(spec.cards, spec.faces)
+    )
+
+
+def _card(card: int) -> str:
+    return "a card" if card == HIDDEN else format_card(card)
+
+
+def describe_event(event: Event, names: Sequence[str] | None = None) -> str:
+    """One line describing ``event``; ``names`` label the seats (default ``seat N``)."""
+
+    def who(seat: int) -> str:
+        return names[seat] if names is not None else f"seat {seat}"
+
+    match event:
+        case Dealt(hand=hand, dealer=dealer, order=order):
+            return f"hand {hand}: {who(dealer)} deals ({len(order)} cards)"
+        case Drew(seat=seat, card=card):
+            return f"{who(seat)} draws {_card(card)} from the stock"
+        case TookDiscard(seat=seat, cards=cards):
+            return f"{who(seat)} takes {format_cards(cards)} from the discard pile"
+        case Melded(seat=seat, melds=melds):
+            shown = ", ".join(f"[{describe_spec(spec)}]" for spec in melds)
+            return f"{who(seat)} melds {shown}"
+        case LaidOff(seat=seat, card=card, target=target, face=face):
+            shown = describe_spec(MeldSpec((card,), (face,)))
+            return f"{who(seat)} lays off {shown} on meld {target}"
+        case SwappedJoker(seat=seat, card=card, target=target):
+            return f"{who(seat)} puts {format_card(card)} in meld {target} and takes its joker"
+        case Discarded(seat=seat, card=card):
+            return f"{who(seat)} discards {format_card(card)}"
+        case StockRebuilt(order=order, shuffled=shuffled):
+            how = "shuffled into" if shuffled else "turned over to form"
+            return f"the discard pile is {how} a new stock of {len(order)} cards"
+        case Declined(seat=seat):
+            return f"{who(seat)} declines the upcard with the stock exhausted"
+        case HandEnded(hand=hand, winner=winner, reason=reason, rummy=rummy, points=points):
+            head = (
+                f"{who(winner)} {_REASONS['out']}" + (" (rummy!)" if rummy else "")
+                if winner >= 0
+                else _REASONS.get(reason, reason)
+            )
+            scored = ", ".join(f"{who(seat)} {point}" for seat, point in enumerate(points))
+            return f"hand {hand} over: {head}; points: {scored}"
+        case GameEnded(winners=winners, totals=totals):
+            board = ", ".join(f"{who(seat)} {total}" for seat, total in enumerate(totals))
+            return f"game over: {' and '.join(who(seat) for seat in winners)} won; totals: {board}"
+    return repr(event)  # pragma: no cover

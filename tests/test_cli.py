@@ -1,0 +1,126 @@
+"""The ``ramino`` command: variants, simulate and demo, and its error handling."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from server.cli import main
+from server.engine import VARIANTS
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_variants_json_lists_every_preset_with_typed_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``ramino variants --json`` names each preset and each option with its type and default."""
+    status, out, _ = _run(capsys, "variants", "--json")
+    data = json.loads(out)
+    assert 0 == status
+    assert sorted(VARIANTS) == sorted(preset["name"] for preset in data)
+    basic = next(preset for preset in data if preset["name"] == "basic")
+    options = {option["name"]: option for option in basic["options"]}
+    assert "double" == options["going_rummy"]["default"]
+    assert ["none", "double", "plus10"] == options["going_rummy"]["choices"]
+    assert "choice" == options["stock_exhausted"]["type"]
+
+
+def test_simulate_json_summary_has_the_documented_fields(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The last line of ``simulate --json`` is one JSON object with the documented keys."""
+    status, out, _ = _run(
+        capsys, "simulate", "--variant", "block", "--players", "3", "--games", "3", "--json"
+    )
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert 0 == status
+    for key in (
+        "variant",
+        "players",
+        "games",
+        "completed",
+        "hands",
+        "moves",
+        "seconds",
+        "games_per_s",
+        "invariant_violations",
+    ):
+        assert key in summary
+    assert ("block", 3, 3, 3, 0) == (
+        summary["variant"],
+        summary["players"],
+        summary["games"],
+        summary["completed"],
+        summary["invariant_violations"],
+    )
+
+
+def test_simulate_with_the_same_seed_gives_the_same_games(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Two runs with one seed agree on everything but the timing."""
+    argv = (
+        "simulate",
+        "--variant",
+        "wrotham",
+        "--players",
+        "2",
+        "--games",
+        "2",
+        "--seed",
+        "7",
+        "--json",
+    )
+    first = json.loads(_run(capsys, *argv)[1].splitlines()[-1])
+    second = json.loads(_run(capsys, *argv)[1].splitlines()[-1])
+    for summary in (first, second):
+        del summary["seconds"], summary["games_per_s"]
+    assert first == second
+
+
+def test_simulate_with_another_seed_plays_other_games(capsys: pytest.CaptureFixture[str]) -> None:
+    """The seed matters: different seeds give different move counts."""
+    base = ("simulate", "--variant", "basic", "--games", "2", "--json")
+    first = json.loads(_run(capsys, *base, "--seed", "1")[1].splitlines()[-1])
+    second = json.loads(_run(capsys, *base, "--seed", "2")[1].splitlines()[-1])
+    assert first["moves"] != second["moves"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (("simulate", "--variant", "nope"), "variant/unknown"),
+        (("simulate", "--variant", "basic", "--option", "ace=sideways"), "variant/bad_option"),
+        (("simulate", "--variant", "basic", "--option", "colour=red"), "variant/unknown_option"),
+        (("simulate", "--variant", "basic", "--players", "9"), "variant/bad_players"),
+        (
+            ("simulate", "--variant", "basic", "--option", "target=50", "--option", "deals=3"),
+            "variant/contradictory_options",
+        ),
+        (("demo", "--variant", "basic", "--option", "going_rummy"), "variant/bad_option"),
+    ],
+)
+def test_bad_variant_or_option_exits_2_with_the_code(
+    capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], code: str
+) -> None:
+    """A bad variant, option or player count exits 2 and prints the error code."""
+    status, _, err = _run(capsys, *argv)
+    assert 2 == status
+    assert f"[{code}]" in err
+
+
+def test_demo_prints_a_whole_game_move_by_move(capsys: pytest.CaptureFixture[str]) -> None:
+    """``ramino demo`` narrates the deal, moves, each hand's end and the game's end."""
+    status, out, _ = _run(capsys, "demo", "--players", "3", "--seed", "1")
+    lines = out.splitlines()
+    assert 0 == status
+    assert any("deals (52 cards)" in line for line in lines)
+    assert any("discards" in line for line in lines)
+    assert any(line.strip().startswith("hand 1 over:") for line in lines)
+    assert lines[-1].strip().startswith("game over:")
