@@ -18,19 +18,17 @@ from typing import Any
 from server.engine import (
     OPTIONS,
     VARIANTS,
+    Command,
     EngineError,
-    Event,
     HandEnded,
-    chance,
-    chance_pending,
-    decide,
+    State,
+    advance,
     evolve,
     format_cards,
     is_over,
     legal_actions,
     make_rules,
     new_game,
-    to_move,
     view,
 )
 from server.engine.variants import parse_option_value
@@ -140,20 +138,14 @@ def _command_demo(args: argparse.Namespace) -> int:
     policy = GreedyPolicy()
     state = new_game(rules)
     print(f"{rules.preset} with {args.players} greedy bots (seed {args.seed})")
+    def choose(state: State, seat: int) -> Command:
+        return policy.choose(rules, view(state, seat), legal_actions(state, seat), rng)
+
     while not is_over(state):
-        events: tuple[Event, ...]
-        if chance_pending(state):
-            events = (chance(state, rng),)
-        else:
-            seat = to_move(state)
-            seen = view(state, seat)
-            events = decide(
-                state, seat, policy.choose(rules, seen, legal_actions(state, seat), rng)
-            )
-        for event in events:
+        for event in advance(state, rng, choose):
             state = evolve(state, event)
             print("  " + describe_event(event, names))
-            if not isinstance(event, HandEnded) and state.turn >= 0 and args.show_hands:
+            if args.show_hands and state.turn >= 0 and not isinstance(event, HandEnded):
                 hand = format_cards(state.hands[state.turn])
                 print(f"      {names[state.turn]} holds {hand}")
     return 0

@@ -19,13 +19,13 @@ from typing import Any
 import msgspec
 
 from server.engine import (
+    Command,
     Event,
     GameEnded,
     HandEnded,
     State,
-    chance,
+    advance,
     chance_pending,
-    decide,
     evolve,
     is_over,
     legal_actions,
@@ -73,19 +73,23 @@ def play_random_game(
     replayed = state
     moves = 0
     outcome = GameOutcome(state, events, 0, 0, violations)
+
+    actions: list[Command] = []
+
+    def choose(state: State, seat: int) -> Command:
+        nonlocal moves
+        moves += 1
+        return rng.choice(actions)
+
     for _ in range(MAX_STEPS_PER_GAME):
         if is_over(state):
             break
-        if chance_pending(state):
-            produced: tuple[Event, ...] = (chance(state, rng),)
-        else:
-            seat = to_move(state)
-            actions = legal_actions(state, seat)
+        if not chance_pending(state):
+            actions = legal_actions(state, to_move(state))
             if not actions:
-                violations.append(f"seat {seat} has no legal action in phase {state.phase}")
+                violations.append(f"seat {to_move(state)} has no legal action in {state.phase}")
                 break
-            produced = decide(state, seat, rng.choice(actions))
-            moves += 1
+        produced = advance(state, rng, choose)
         for event in produced:
             before, state = state, evolve(state, event)
             events.append(event)

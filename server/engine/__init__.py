@@ -69,7 +69,9 @@ from server.engine.game import (
     Phase,
     State,
     TableMeld,
+    advance,
     apply,
+    awaiting,
     chance,
     chance_pending,
     decide,
@@ -83,6 +85,7 @@ from server.engine.game import (
 from server.engine.melds import AceMode, MeldKind, MeldRules
 from server.engine.melds import Meld as MeldShape
 from server.engine.melds import check_meld as _check_meld
+from server.engine.scoring import opening_points
 from server.engine.variants import OPTIONS, VARIANTS, Preset, Rules, find_variant, make_rules
 from server.engine.views import HIDDEN, View, redact, view
 
@@ -130,7 +133,9 @@ __all__ = [
     "TookDiscard",
     "VariantError",
     "View",
+    "advance",
     "apply",
+    "awaiting",
     "best_melds",
     "card_face",
     "chance",
@@ -182,23 +187,11 @@ def best_melds(hand: Iterable[Card], rules: Rules) -> tuple[tuple[MeldShape, ...
     return solve(hand, rules.meld_rules, rules.values)
 
 
-def opening_value(melds: Iterable[MeldShape], rules: Rules | MeldRules) -> int:
+def opening_value(melds: Iterable[MeldShape], rules: Rules | MeldRules | None = None) -> int:
     """Points a lay-down counts towards an opening (Italian Ramino's 30).
 
-    J/Q/K 10, pip cards face value; an ace 1 at the bottom of a run, 11 above the king or in a
-    set; a joker counts as the card it stands for.
+    J/Q/K 10, pip cards face value; an ace 1 below a 2 in a run, else 11 (above the king or
+    in a set); a joker counts as the card it stands for. ``rules`` is accepted for symmetry
+    with the other helpers; the values are the same under every preset.
     """
-    from server.engine.cards import face_rank
-
-    total = 0
-    for meld in melds:
-        for index, face in enumerate(meld.faces):
-            rank = face_rank(face)
-            if rank == 1:
-                low = meld.kind is MeldKind.RUN and (
-                    index + 1 < len(meld.faces) and face_rank(meld.faces[index + 1]) == 2
-                )
-                total += 1 if low else 11
-            else:
-                total += min(rank, 10)
-    return total
+    return opening_points(melds)

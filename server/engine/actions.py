@@ -16,6 +16,11 @@ import msgspec
 from server.engine.cards import Card, Face, format_card, format_cards, format_face
 
 __all__ = [
+    "Claim",
+    "ClaimAnswered",
+    "ClaimWindowClosed",
+    "ClaimWindowOpened",
+    "Claimed",
     "Command",
     "Dealt",
     "Declined",
@@ -24,6 +29,7 @@ __all__ = [
     "DrawStock",
     "Drew",
     "Event",
+    "Floated",
     "GameEnded",
     "HandEnded",
     "LaidOff",
@@ -89,10 +95,20 @@ class Discard(msgspec.Struct, frozen=True, tag="discard"):
 
 
 class Pass(msgspec.Struct, frozen=True, tag="pass"):
-    """Decline: the upcard when the stock is empty (the hand then ends)."""
+    """Decline: the pile when the stock is empty (the hand then ends), or a claim window."""
 
 
-Command: TypeAlias = DrawStock | TakeDiscard | Meld | LayOff | SwapJoker | Discard | Pass
+class Claim(msgspec.Struct, frozen=True, tag="claim"):
+    """Claim out of turn in an open claim window: ``count`` cards from the pile's top.
+
+    Rummy 500's "Rummy!" call takes the claimable card and every card above it; Ramino's
+    ``bussare`` takes the upcard (``count`` = 1) and two cards from the stock.
+    """
+
+    count: int = 1
+
+
+Command: TypeAlias = DrawStock | TakeDiscard | Meld | LayOff | SwapJoker | Discard | Pass | Claim
 
 # Events ----------------------------------------------------------------------------------------
 
@@ -170,6 +186,43 @@ class Declined(msgspec.Struct, frozen=True, tag="declined"):
     seat: int
 
 
+class Floated(msgspec.Struct, frozen=True, tag="floated"):
+    """``seat`` laid down his last cards without a discard and floats: the hand goes on."""
+
+    seat: int
+
+
+class ClaimWindowOpened(msgspec.Struct, frozen=True, tag="claim_window_opened"):
+    """After a discard, ``seats`` (in priority order) may claim out of turn or pass.
+
+    ``depths`` are the pile depths that may be claimed (1 = the upcard).
+    """
+
+    kind: str
+    seats: tuple[int, ...]
+    depths: tuple[int, ...]
+
+
+class ClaimAnswered(msgspec.Struct, frozen=True, tag="claim_answered"):
+    """``seat`` answered the claim window: ``count`` cards claimed, or 0 for a pass."""
+
+    seat: int
+    count: int
+
+
+class Claimed(msgspec.Struct, frozen=True, tag="claimed"):
+    """The window resolved for ``seat``: he takes ``cards`` from the pile (bottom first) and,
+    with ``bussare``, ``stock_cards`` from the stock (hidden from the others)."""
+
+    seat: int
+    cards: tuple[Card, ...]
+    stock_cards: tuple[Card, ...] = ()
+
+
+class ClaimWindowClosed(msgspec.Struct, frozen=True, tag="claim_window_closed"):
+    """Everyone passed; the next player draws as usual."""
+
+
 class HandEnded(msgspec.Struct, frozen=True, tag="hand_ended"):
     """A hand is over: every hand revealed, what each seat scores, and the totals after it.
 
@@ -184,6 +237,8 @@ class HandEnded(msgspec.Struct, frozen=True, tag="hand_ended"):
     counts: tuple[int, ...]
     points: tuple[str, ...]
     totals: tuple[str, ...]
+    eliminated: tuple[int, ...] = ()
+    """Seats whose total went past the target (Ramino); they leave the game."""
 
 
 class GameEnded(msgspec.Struct, frozen=True, tag="game_ended"):
@@ -203,6 +258,11 @@ Event: TypeAlias = (
     | Discarded
     | StockRebuilt
     | Declined
+    | Floated
+    | ClaimWindowOpened
+    | ClaimAnswered
+    | Claimed
+    | ClaimWindowClosed
     | HandEnded
     | GameEnded
 )
@@ -233,6 +293,8 @@ def describe_command(command: Command) -> str:
             return f"discard {format_card(card)}"
         case Pass():
             return "pass"
+        case Claim(count=count):
+            return "claim the upcard" if count == 1 else f"claim {count} cards from the pile"
     raise AssertionError(f"unknown command {command!r}")  # pragma: no cover
 
 

@@ -4,7 +4,7 @@
 
     EngineError                      code namespace
     ├── NotationError                notation/*   a card or position text that does not parse
-    ├── VariantError                 variant/*    unknown preset or option, bad or contradictory value
+    ├── VariantError                 variant/*    unknown preset/option, bad or contradictory value
     └── RuleError                    rules/*      a command the rules refuse
         ├── InvalidMeldError         rules/invalid_meld, rules/min_natural, ...
         └── IllegalMoveError         rules/not_your_turn, rules/wrong_phase, ...

@@ -6,18 +6,26 @@ of step produce events:
 - *chance* (``chance_pending`` / ``chance``): a new deal (the shuffled pack is the event) and a
   stock rebuilt from the discard pile. Only here is a random generator used; replaying the
   events never draws again.
-- *commands* from the seat to act (``decide``): validated against the rules and turned into
-  events, or refused with a coded ``RuleError``. ``decide`` never changes the state.
+- *commands* (``decide``): validated against the rules and turned into events, or refused with
+  a coded ``RuleError``. ``decide`` never changes the state.
 
 ``evolve(state, event)`` applies one event and never fails on events ``decide`` or ``chance``
 produced. Phases::
 
     DEAL --chance: Dealt--> DRAW --DrawStock/TakeDiscard--> PLAY --Meld/LayOff/SwapJoker--> PLAY
-      ^                      |  \\--(stock empty) chance: StockRebuilt, or Pass: Declined-+
+      ^                      ^  \\--(stock empty) chance: StockRebuilt, or Pass: Declined-+
       |                      |                                                           |
-      |                      +<-------------------- Discard (hand not empty) ---- PLAY   |
-      +---- HandEnded (not the last hand) <-- going out / idle cap / declined <----------+
-                                                   \\--> GameEnded --> GAME_OVER
+      |                      +--- Discard (hand not empty), Floated ------------- PLAY   |
+      |                      +--- ClaimWindowClosed / claimer's lay-down -- CLAIM <------|--+
+      +---- HandEnded (not the last hand) <-- going out / idle cap / declined <----------+  |
+                                                   \\--> GameEnded --> GAME_OVER           |
+    PLAY --Discard + ClaimWindowOpened--> CLAIM --Claim/Pass answers--> Claimed --> PLAY --+
+
+A *required* card (taken from deep in the pile, claimed with "Rummy!", or the upcard taken
+before opening under ``open_to_take_upcard``) must be laid down before the turn can end; until
+then only lay-downs that use it are legal. Claim windows accept answers in any order from the
+eligible seats; the nearest seat after the discarder that claims wins once every nearer seat
+has passed.
 
 Hidden information (hands, the stock order) leaves only through ``views``.
 """
@@ -27,11 +35,16 @@ from __future__ import annotations
 import dataclasses
 import enum
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 from server.engine.actions import (
+    Claim,
+    ClaimAnswered,
+    Claimed,
+    ClaimWindowClosed,
+    ClaimWindowOpened,
     Command,
     Dealt,
     Declined,
@@ -40,6 +53,7 @@ from server.engine.actions import (
     DrawStock,
     Drew,
     Event,
+    Floated,
     GameEnded,
     HandEnded,
     LaidOff,
@@ -64,9 +78,7 @@ from server.engine.cards import (
     make_deck,
 )
 from server.engine.errors import IllegalMoveError, InvalidMeldError, RuleError
-from server.engine.melds import (
-    Meld as TableMeldShape,
-)
+from server.engine.melds import Meld as TableMeldShape
 from server.engine.melds import (
     MeldKind,
     check_meld,
@@ -75,13 +87,24 @@ from server.engine.melds import (
     with_layoff,
     with_swap,
 )
-from server.engine.scoring import format_amount, game_winners, hand_count, settle_hand
+from server.engine.scoring import (
+    format_amount,
+    game_outcome,
+    hand_count,
+    meld_points,
+    opening_points,
+    settle_hand,
+)
 from server.engine.variants import Rules, make_rules
 
 __all__ = [
+    "MAX_OPENING_CHOICES",
     "Phase",
     "State",
     "TableMeld",
+    "advance",
+    "apply",
+    "awaiting",
     "chance",
     "chance_pending",
     "deal_layout",
@@ -94,6 +117,11 @@ __all__ = [
     "to_move",
 ]
 
+MAX_OPENING_CHOICES = 400
+"""``legal_actions`` lists at most this many opening lay-downs (``decide`` accepts any)."""
+
+NO_CARD: Card = -1
+
 
 class Phase(enum.StrEnum):
     """Where a game stands."""
@@ -101,9 +129,11 @@ class Phase(enum.StrEnum):
     DEAL = "deal"
     """Waiting for chance: the next deal."""
     DRAW = "draw"
-    """The seat to move must draw (or, with the stock exhausted, take the upcard or pass)."""
+    """The seat to move must draw (or, with the stock exhausted, take from the pile or pass)."""
     PLAY = "play"
     """The seat to move has drawn: meld, lay off, swap jokers, then discard."""
+    CLAIM = "claim"
+    """A claim window is open after a discard: eligible seats claim or pass."""
     GAME_OVER = "game_over"
 
 
@@ -126,7 +156,7 @@ class State:
     dealer: int
     """Current dealer, -1 before the first deal."""
     turn: int
-    """Seat to move (-1 when no one is)."""
+    """Seat whose turn it is (-1 when no one's)."""
     scores: tuple[Fraction, ...]
     active: tuple[bool, ...]
     """Seats still in the game."""
@@ -138,17 +168,27 @@ class State:
     """The discard pile, upcard last."""
     melds: tuple[TableMeld, ...]
     melded: tuple[bool, ...]
-    """Seats that have made a meld of their own this hand."""
+    """Seats that have made a meld of their own this hand (in Ramino: have opened)."""
     laid_before: tuple[bool, ...]
     """Seats that put any card on the table in an earlier turn of this hand."""
     taken: tuple[Card, ...] = ()
-    """Cards the seat to move took from the pile this turn."""
+    """Cards the seat to move took from the pile this turn (bottom first)."""
+    required: Card = NO_CARD
+    """A card the seat to move must lay down before his turn can end (-1: none)."""
+    resume: int = -1
+    """During a claimer's lay-down: the seat that draws next (-1 otherwise)."""
     melds_this_turn: int = 0
     laid_this_turn: bool = False
     reuses: int = 0
     """How many times the pile has become the stock this hand."""
     idle_turns: int = 0
     """Consecutive turns in which nothing was melded or laid off."""
+    claim_kind: str = ""
+    claim_seats: tuple[int, ...] = ()
+    """Seats that may answer the open claim window, nearest to the discarder first."""
+    claim_answers: tuple[int, ...] = ()
+    """Parallel to ``claim_seats``: 0 waiting, -1 passed, n > 0 claimed n cards."""
+    claim_depths: tuple[int, ...] = ()
     winners: tuple[int, ...] = ()
     last_result: HandEnded | None = None
 
@@ -212,9 +252,21 @@ def scores(state: State) -> tuple[Fraction, ...]:
     return state.scores
 
 
+def awaiting(state: State) -> tuple[int, ...]:
+    """Every seat whose command is awaited now (several while a claim window is open)."""
+    if chance_pending(state) or is_over(state):
+        return ()
+    if state.phase is Phase.CLAIM:
+        return tuple(
+            seat for seat, answer in zip(state.claim_seats, state.claim_answers) if answer == 0
+        )
+    return (state.turn,)
+
+
 def to_move(state: State) -> int:
-    """Seat whose command is awaited, or -1 (chance pending or game over)."""
-    return -1 if chance_pending(state) or is_over(state) else state.turn
+    """The seat whose command is awaited (in a claim window: the nearest unanswered), or -1."""
+    waiting = awaiting(state)
+    return waiting[0] if waiting else -1
 
 
 def _next_seat(state: State, seat: int) -> int:
@@ -277,18 +329,50 @@ def chance(state: State, rng: random.Random) -> Event:
     raise IllegalMoveError("no chance event is pending", "rules/wrong_phase")
 
 
-# Legal actions ---------------------------------------------------------------------------------
+# Rule helpers shared by legal_actions and decide -----------------------------------------------
 
 
-def _discardable(state: State, hand: Sequence[Card]) -> bool:
-    return any(card not in state.taken for card in hand)
+def _without(hand: Sequence[Card], cards: Iterable[Card]) -> tuple[Card, ...]:
+    gone = set(cards)
+    return tuple(card for card in hand if card not in gone)
 
 
-def _remaining_ok(state: State, remaining: Sequence[Card]) -> bool:
+def _forbidden_discard(state: State) -> Card:
+    """The card taken from the pile that may not be discarded this turn (-1: none)."""
+    return state.taken[0] if state.taken else NO_CARD
+
+
+def _opened(state: State, seat: int) -> bool:
+    return state.rules.opening_minimum == 0 or state.melded[seat]
+
+
+def _opening_now(state: State, seat: int) -> bool:
+    """Whether ``seat`` opens (or opened) this very turn (for ``chiudere_in_mano``)."""
+    return state.rules.opening_minimum > 0 and not state.laid_before[seat]
+
+
+def _min_remaining(state: State, seat: int) -> int:
+    """Fewest cards a lay-down may leave in hand so the turn can still end legally."""
+    rules = state.rules
+    if state.resume >= 0:
+        return 0  # A claimer's lay-down ends his out-of-turn play, with or without cards.
+    if not rules.chiudere_in_mano and _opening_now(state, seat):
+        return 2
+    if rules.must_discard_to_go_out:
+        return 1
+    return 0
+
+
+def _remaining_ok(state: State, seat: int, remaining: Sequence[Card]) -> bool:
     """Whether a lay-down leaving ``remaining`` in hand lets the turn end legally."""
-    if not remaining:
-        return not state.rules.must_discard_to_go_out
-    return _discardable(state, remaining)
+    if len(remaining) < _min_remaining(state, seat):
+        return False
+    if not remaining or state.resume >= 0:
+        return True
+    forbidden = _forbidden_discard(state)
+    if state.required != NO_CARD and state.required in remaining:
+        return True  # The required card is still to come; the discard is checked then.
+    return any(card != forbidden for card in remaining)
 
 
 def _can_meld_now(state: State) -> bool:
@@ -297,101 +381,256 @@ def _can_meld_now(state: State) -> bool:
 
 
 def _can_lay_off(state: State, seat: int) -> bool:
-    return bool(state.melds) and (not state.rules.layoff_requires_own_meld or state.melded[seat])
+    rules = state.rules
+    if not state.melds or not _opened(state, seat):
+        return False
+    return not rules.layoff_requires_own_meld or state.melded[seat]
+
+
+def _layoff_targets(
+    melds: Sequence[TableMeld], card: Card, state: State
+) -> Iterator[tuple[int, int]]:
+    """(meld index, face) for every way ``card`` can be laid off on ``melds``."""
+    meld_rules = state.rules.meld_rules
+    for target, table_meld in enumerate(melds):
+        for face in layoff_faces(table_meld.meld, meld_rules):
+            if is_joker(card) or card_face(card) == face:
+                yield target, face
+
+
+def _playable(state: State, card: Card) -> bool:
+    return next(_layoff_targets(state.melds, card, state), None) is not None
 
 
 def _meld_command(melds: Iterable[TableMeldShape]) -> Meld:
     return Meld(melds=tuple(MeldSpec(meld.cards, meld.faces) for meld in melds))
 
 
-def _without(hand: Sequence[Card], cards: Iterable[Card]) -> tuple[Card, ...]:
-    gone = set(cards)
-    return tuple(card for card in hand if card not in gone)
+def _disjoint_combinations(
+    candidates: Sequence[TableMeldShape],
+    accept: Callable[[tuple[TableMeldShape, ...]], bool],
+    grow: Callable[[tuple[TableMeldShape, ...]], bool],
+    limit: int,
+) -> list[tuple[TableMeldShape, ...]]:
+    """Sets of disjoint candidates that ``accept`` takes; ``grow`` says whether to extend one."""
+    results: list[tuple[TableMeldShape, ...]] = []
+
+    def search(start: int, used: frozenset[Card], chosen: tuple[TableMeldShape, ...]) -> None:
+        if len(results) >= limit:
+            return
+        if chosen and accept(chosen):
+            results.append(chosen)
+        if chosen and not grow(chosen):
+            return
+        for index in range(start, len(candidates)):
+            meld = candidates[index]
+            if used.isdisjoint(meld.cards):
+                search(index + 1, used | frozenset(meld.cards), (*chosen, meld))
+
+    search(0, frozenset(), ())
+    return results
+
+
+def _opening_choices(
+    state: State,
+    hand: Sequence[Card],
+    candidates: Sequence[TableMeldShape],
+    must_use: Card,
+    limit: int,
+) -> list[tuple[TableMeldShape, ...]]:
+    """Minimal sets of disjoint melds worth at least the opening minimum.
+
+    Minimal: dropping any meld would fall short. Further melds may follow in the same turn,
+    so these reach every opening.
+    """
+    minimum = state.rules.opening_minimum
+
+    def value(combo: tuple[TableMeldShape, ...]) -> int:
+        return opening_points(combo)
+
+    def accept(combo: tuple[TableMeldShape, ...]) -> bool:
+        total = value(combo)
+        if total < minimum or any(total - opening_points((m,)) >= minimum for m in combo):
+            return False
+        return must_use == NO_CARD or any(must_use in meld.cards for meld in combo)
+
+    return _disjoint_combinations(candidates, accept, lambda c: value(c) < minimum, limit)
+
+
+def _can_lay_down(state: State, seat: int, hand: Sequence[Card], card: Card) -> bool:
+    """Whether ``seat`` holding ``hand`` could lay ``card`` down this turn."""
+    rules = state.rules
+    candidates = [meld for meld in enumerate_melds(hand, rules.meld_rules) if card in meld.cards]
+    if not _opened(state, seat):
+        every = enumerate_melds(hand, rules.meld_rules)
+        return bool(_opening_choices(state, hand, every, card, 1))
+    if candidates:
+        return True
+    return _can_lay_off(state, seat) and _playable(state, card)
+
+
+def _claimable_depths(state: State, pile: Sequence[Card]) -> tuple[int, ...]:
+    """Pile depths whose card anyone could lay down at once ("Rummy!").
+
+    A depth qualifies when its card can be laid off on a table meld, or forms a meld with
+    cards above it in the pile: both are public, so opening the window reveals no hand.
+    """
+    meld_rules = state.rules.meld_rules
+    depths = []
+    for depth in range(1, len(pile) + 1):
+        card = pile[-depth]
+        if _playable(state, card):
+            depths.append(depth)
+            continue
+        above = pile[len(pile) - depth :]
+        if any(card in meld.cards for meld in enumerate_melds(above, meld_rules)):
+            depths.append(depth)
+    return tuple(depths)
+
+
+# Legal actions ---------------------------------------------------------------------------------
 
 
 def _exact_covers(
     hand: tuple[Card, ...], candidates: Sequence[TableMeldShape], leave: int
 ) -> list[tuple[TableMeldShape, ...]]:
     """Every set of disjoint melds from ``candidates`` covering all but ``leave`` cards."""
-    results: list[tuple[TableMeldShape, ...]] = []
     need = len(hand) - leave
 
-    def search(start: int, used: frozenset[Card], chosen: tuple[TableMeldShape, ...]) -> None:
-        if len(used) == need:
-            if chosen:
-                results.append(chosen)
-            return
-        for index in range(start, len(candidates)):
-            meld = candidates[index]
-            if len(used) + len(meld.cards) > need or used.intersection(meld.cards):
-                continue
-            search(index + 1, used | frozenset(meld.cards), (*chosen, meld))
+    def size(combo: tuple[TableMeldShape, ...]) -> int:
+        return sum(len(meld.cards) for meld in combo)
 
-    search(0, frozenset(), ())
-    return results
+    return _disjoint_combinations(
+        candidates, lambda combo: size(combo) == need, lambda combo: size(combo) < need, 10_000
+    )
 
 
 def _meld_actions(state: State, seat: int) -> list[Command]:
     hand = state.hands[seat]
     rules = state.rules
-    candidates = enumerate_melds(hand, rules.meld_rules, frozenset(state.taken))
+    forbidden = _forbidden_discard(state)
+    distinct = frozenset({forbidden, state.required} - {NO_CARD})
+    candidates = enumerate_melds(hand, rules.meld_rules, distinct)
     actions: list[Command] = []
+
+    def fine(combo: Sequence[TableMeldShape]) -> bool:
+        used = [card for meld in combo for card in meld.cards]
+        if state.required != NO_CARD and state.required not in used:
+            return False
+        return _remaining_ok(state, seat, _without(hand, used))
+
     if state.all_at_once:
         # Deals 4-6 of Wrotham: the first lay-down takes the whole hand (but a final discard).
         for leave in (0, 1):
-            if leave == 0 and rules.must_discard_to_go_out:
-                continue
             for cover in _exact_covers(hand, candidates, leave):
-                used = {card for meld in cover for card in meld.cards}
-                if _remaining_ok(state, [card for card in hand if card not in used]):
+                if fine(cover):
                     actions.append(_meld_command(cover))
         return actions
-    for meld in candidates:
-        if _remaining_ok(state, _without(hand, meld.cards)):
-            actions.append(_meld_command((meld,)))
-    return actions
+    if not _opened(state, seat):
+        choices = _opening_choices(state, hand, candidates, state.required, MAX_OPENING_CHOICES)
+        return [_meld_command(combo) for combo in choices if fine(combo)]
+    return [_meld_command((meld,)) for meld in candidates if fine((meld,))]
 
 
 def _layoff_actions(state: State, seat: int) -> list[Command]:
     hand = state.hands[seat]
-    rules = state.rules
-    taken = frozenset(state.taken)
+    forbidden = _forbidden_discard(state)
     seen: set[tuple[int, bool, int, int]] = set()
     actions: list[Command] = []
-    for target, table_meld in enumerate(state.melds):
-        faces = layoff_faces(table_meld.meld, rules.meld_rules)
-        for card in hand:
-            # Physical copies of one face are interchangeable (except a card just taken).
-            key_face = card_face(card)
-            for face in faces:
-                if not is_joker(card) and key_face != face:
-                    continue
-                key = (key_face, card in taken, target, face)
-                if key in seen:
-                    continue
-                seen.add(key)
-                if _remaining_ok(state, _without(hand, (card,))):
-                    actions.append(LayOff(card=card, target=target, face=face))
+    for card in hand:
+        if state.required not in (NO_CARD, card):
+            continue
+        # Physical copies of one face are interchangeable (except a card just taken).
+        for target, face in _layoff_targets(state.melds, card, state):
+            key = (card_face(card), card == forbidden, target, face)
+            if key in seen:
+                continue
+            seen.add(key)
+            if _remaining_ok(state, seat, _without(hand, (card,))):
+                actions.append(LayOff(card=card, target=target, face=face))
     return actions
 
 
 def _swap_actions(state: State, seat: int) -> list[Command]:
+    if state.required != NO_CARD or not _opened(state, seat):
+        return []
     hand = state.hands[seat]
-    actions: list[Command] = []
+    actions: set[Command] = set()
     for target, table_meld in enumerate(state.melds):
         for placed, face in zip(table_meld.meld.cards, table_meld.meld.faces):
-            if not is_joker(placed):
-                continue
-            for card in hand:
-                if not is_joker(card) and card_face(card) == face:
-                    actions.append(SwapJoker(card=card, target=target))
-    return sorted(set(actions), key=_command_key)
+            if is_joker(placed):
+                actions.update(
+                    SwapJoker(card=card, target=target)
+                    for card in hand
+                    if not is_joker(card) and card_face(card) == face
+                )
+    return list(actions)
 
 
-def _command_key(command: Command) -> tuple[int, tuple[object, ...]]:
+def _discard_actions(state: State, seat: int) -> list[Command]:
+    if state.required != NO_CARD or state.resume >= 0:
+        return []
+    hand = state.hands[seat]
+    forbidden = _forbidden_discard(state)
+    actions: list[Command] = []
+    for card in hand:
+        if card == forbidden:
+            continue
+        if len(hand) == 1 and not _may_go_out_by_discard(state, seat, card):
+            continue
+        actions.append(Discard(card=card))
+    return actions
+
+
+def _may_go_out_by_discard(state: State, seat: int, card: Card) -> bool:
+    rules = state.rules
+    if not rules.chiudere_in_mano and _opening_now(state, seat) and state.melded[seat]:
+        return False
+    return not (rules.unplayable_last_discard and _playable(state, card))
+
+
+def _take_depths(state: State, seat: int) -> list[int]:
+    """Pile depths ``seat`` may take from now."""
+    rules = state.rules
+    hand = state.hands[seat]
+    depths = []
+    deepest = len(state.pile) if rules.deep_draws else min(1, len(state.pile))
+    for depth in range(1, deepest + 1):
+        taken = state.pile[len(state.pile) - depth :]
+        must_use = depth > 1 or rules.top_discard_must_be_used
+        if rules.open_to_take_upcard and not _opened(state, seat):
+            must_use = True
+        if not must_use or _can_lay_down(state, seat, (*hand, *taken), taken[0]):
+            depths.append(depth)
+    return depths
+
+
+def _claim_depths(state: State, seat: int) -> list[int]:
+    rules = state.rules
+    if state.claim_kind == "bussare":
+        if rules.open_to_take_upcard and not _opened(state, seat):
+            return []
+        return [1]
+    return list(state.claim_depths)
+
+
+_COMMAND_ORDER: dict[type, int] = {
+    DrawStock: 0,
+    TakeDiscard: 1,
+    Claim: 2,
+    Pass: 3,
+    Meld: 4,
+    LayOff: 5,
+    SwapJoker: 6,
+    Discard: 7,
+}
+
+
+def command_key(command: Command) -> tuple[int, tuple[object, ...]]:
+    """Sort key giving ``legal_actions`` its fixed order."""
     order = _COMMAND_ORDER[type(command)]
     match command:
-        case TakeDiscard(count=count):
+        case TakeDiscard(count=count) | Claim(count=count):
             return order, (count,)
         case Meld(melds=melds):
             return order, tuple((spec.cards, spec.faces) for spec in melds)
@@ -404,43 +643,36 @@ def _command_key(command: Command) -> tuple[int, tuple[object, ...]]:
     return order, ()
 
 
-_COMMAND_ORDER: dict[type, int] = {
-    DrawStock: 0,
-    TakeDiscard: 1,
-    Pass: 2,
-    Meld: 3,
-    LayOff: 4,
-    SwapJoker: 5,
-    Discard: 6,
-}
-
-
 def legal_actions(state: State, seat: int) -> list[Command]:
-    """Every command ``seat`` may send now, sorted; empty when it is not his move.
+    """Every command ``seat`` may send now, sorted; empty when nothing is awaited from him.
 
     Complete up to interchangeable cards: where two physical copies of a face (or two jokers)
     would give the same move, melds and lay-offs list one of them; ``decide`` accepts either.
+    Openings are listed as minimal lay-downs (further melds may follow in the same turn), at
+    most ``MAX_OPENING_CHOICES`` of them.
     """
-    if to_move(state) != seat:
+    if seat not in awaiting(state):
         return []
     actions: list[Command] = []
+    if state.phase is Phase.CLAIM:
+        actions.extend(Claim(count=depth) for depth in _claim_depths(state, seat))
+        actions.append(Pass())
+        return sorted(actions, key=command_key)
     if state.phase is Phase.DRAW:
         if state.stock:
             actions.append(DrawStock())
-        if state.pile:
-            actions.append(TakeDiscard())
+        actions.extend(TakeDiscard(count=depth) for depth in _take_depths(state, seat))
         if not state.stock:
             actions.append(Pass())
-        return actions
-    hand = state.hands[seat]
+        return sorted(actions, key=command_key)
     if _can_meld_now(state):
         actions.extend(_meld_actions(state, seat))
     if _can_lay_off(state, seat):
         actions.extend(_layoff_actions(state, seat))
     if state.rules.joker_swap and state.melds:
         actions.extend(_swap_actions(state, seat))
-    actions.extend(Discard(card=card) for card in hand if card not in state.taken)
-    return sorted(actions, key=_command_key)
+    actions.extend(_discard_actions(state, seat))
+    return sorted(actions, key=command_key)
 
 
 # decide ----------------------------------------------------------------------------------------
@@ -455,8 +687,8 @@ def decide(state: State, seat: int, command: Command) -> tuple[Event, ...]:
     """Validate ``command`` from ``seat`` and return the events it causes (state unchanged).
 
     Raises:
-        RuleError: the game is over, it is not ``seat``'s move, the command does not fit the
-            phase, a card is not held, a meld is invalid, or a rule forbids the move; the
+        RuleError: the game is over, nothing is awaited from ``seat``, the command does not fit
+            the phase, a card is not held, a meld is invalid, or a rule forbids the move; the
             error's ``code`` says which.
     """
     if is_over(state):
@@ -465,6 +697,8 @@ def decide(state: State, seat: int, command: Command) -> tuple[Event, ...]:
         raise IllegalMoveError(f"no seat {seat!r} at this table", "rules/no_such_seat")
     if chance_pending(state):
         raise IllegalMoveError("waiting for the deal", "rules/wrong_phase")
+    if state.phase is Phase.CLAIM:
+        return _decide_claim_window(state, seat, command)
     if seat != state.turn:
         raise IllegalMoveError(
             f"it is seat {state.turn}'s turn, not seat {seat}'s", "rules/not_your_turn"
@@ -484,6 +718,8 @@ def decide(state: State, seat: int, command: Command) -> tuple[Event, ...]:
             return _decide_swap(state, seat, card, target)
         case Discard(card=card):
             return _decide_discard(state, seat, card)
+        case Claim():
+            raise IllegalMoveError("no claim window is open", "rules/no_claim_window")
     raise RuleError(f"unknown command {command!r}", "rules/unknown_command")
 
 
@@ -496,8 +732,21 @@ def _decide_draw(state: State, seat: int) -> tuple[Event, ...]:
 def _decide_take(state: State, seat: int, count: int) -> tuple[Event, ...]:
     _require(state.phase is Phase.DRAW, "you have already drawn this turn", "rules/wrong_phase")
     _require(bool(state.pile), "the discard pile is empty", "rules/pile_empty")
-    _require(count == 1, f"only the upcard may be taken, not {count!r} cards", "rules/too_deep")
-    return (TookDiscard(seat=seat, cards=state.pile[-1:]),)
+    if not isinstance(count, int) or not 1 <= count <= len(state.pile):
+        raise IllegalMoveError(
+            f"the pile holds {len(state.pile)} cards; cannot take {count!r}", "rules/too_deep"
+        )
+    if count > 1 and not state.rules.deep_draws:
+        raise IllegalMoveError(
+            f"only the upcard may be taken, not {count!r} cards", "rules/too_deep"
+        )
+    if count not in _take_depths(state, seat):
+        card = state.pile[-count]
+        raise IllegalMoveError(
+            f"{format_card(card)} may be taken only to be laid down at once, and you cannot",
+            "rules/cannot_use_taken_card",
+        )
+    return (TookDiscard(seat=seat, cards=state.pile[-count:]),)
 
 
 def _decide_pass(state: State, seat: int) -> tuple[Event, ...]:
@@ -506,8 +755,37 @@ def _decide_pass(state: State, seat: int) -> tuple[Event, ...]:
         "you may pass only when the stock is exhausted",
         "rules/cannot_pass",
     )
-    declined = Declined(seat=seat)
-    return (declined, *_end_hand(state, -1, "stock_exhausted", False))
+    return (Declined(seat=seat), *_end_hand(state, -1, "stock_exhausted", False))
+
+
+def _decide_claim_window(state: State, seat: int, command: Command) -> tuple[Event, ...]:
+    if seat not in awaiting(state):
+        raise IllegalMoveError(
+            f"seat {seat} may not answer this claim window", "rules/not_your_turn"
+        )
+    match command:
+        case Pass():
+            answer = ClaimAnswered(seat=seat, count=0)
+        case Claim(count=count):
+            if count not in _claim_depths(state, seat):
+                raise IllegalMoveError(f"cannot claim {count!r} card(s) now", "rules/cannot_claim")
+            answer = ClaimAnswered(seat=seat, count=count)
+        case _:
+            raise IllegalMoveError("a claim window is open: claim or pass", "rules/wrong_phase")
+    after = evolve(state, answer)
+    return (answer, *_resolve_claims(after))
+
+
+def _resolve_claims(state: State) -> tuple[Event, ...]:
+    """Events closing the window once its outcome is certain (nothing while it is not)."""
+    for seat, answer in zip(state.claim_seats, state.claim_answers):
+        if answer == 0:
+            return ()
+        if answer > 0:
+            cards = state.pile[-answer:]
+            stock_cards = state.stock[:2] if state.claim_kind == "bussare" else ()
+            return (Claimed(seat=seat, cards=cards, stock_cards=stock_cards),)
+    return (ClaimWindowClosed(),)
 
 
 def _held(state: State, seat: int, cards: Iterable[Card]) -> None:
@@ -517,46 +795,71 @@ def _held(state: State, seat: int, cards: Iterable[Card]) -> None:
             raise IllegalMoveError(f"you do not hold {format_card(card)}", "rules/card_not_held")
 
 
-def _check_lay_down(state: State, seat: int, remaining: Sequence[Card]) -> None:
+def _check_lay_down(state: State, seat: int, laid: Sequence[Card]) -> tuple[Card, ...]:
+    """Common checks of a meld or lay-off; returns what stays in hand."""
     _require(state.phase is Phase.PLAY, "draw first", "rules/wrong_phase")
-    if not remaining and state.rules.must_discard_to_go_out:
+    if state.required != NO_CARD and state.required not in laid:
         raise IllegalMoveError(
-            "your last card must be a discard (must_discard_to_go_out)", "rules/must_discard"
+            f"lay down {format_card(state.required)} first: it was taken to be used at once",
+            "rules/must_use_taken_card",
         )
-    if remaining and not _discardable(state, remaining):
+    remaining = _without(state.hands[seat], laid)
+    if len(remaining) < _min_remaining(state, seat):
+        if state.rules.must_discard_to_go_out and len(remaining) == 0:
+            raise IllegalMoveError("your last card must be a discard", "rules/must_discard")
+        raise IllegalMoveError(
+            "you may not open and close in the same turn (chiudere_in_mano is off)",
+            "rules/no_close_on_opening",
+        )
+    if not _remaining_ok(state, seat, remaining):
         raise IllegalMoveError(
             "that would leave only the card taken from the pile, which may not be discarded",
             "rules/no_discard_left",
         )
+    return remaining
+
+
+def _after_lay_down(
+    state: State, seat: int, event: Event, remaining: Sequence[Card]
+) -> tuple[Event, ...]:
+    if remaining:
+        return (event,)
+    if state.rules.floating:
+        return (event,) if state.resume >= 0 else (event, Floated(seat=seat))
+    return (event, *_end_hand_out(state, seat))
 
 
 def _decide_meld(state: State, seat: int, specs: Sequence[MeldSpec]) -> tuple[Event, ...]:
     _require(state.phase is Phase.PLAY, "draw first", "rules/wrong_phase")
     _require(len(specs) > 0, "a meld command needs at least one meld", "rules/invalid_meld")
-    limit = state.rules.melds_per_turn
+    rules = state.rules
+    limit = rules.melds_per_turn
     if limit is not None and not state.all_at_once and state.melds_this_turn + len(specs) > limit:
         raise IllegalMoveError(f"at most {limit} meld(s) per turn", "rules/meld_limit")
     cards = [card for spec in specs for card in spec.cards]
     if len(set(cards)) != len(cards):
         raise InvalidMeldError("a card is used twice", "rules/invalid_meld")
     _held(state, seat, cards)
-    rules = state.rules
     checked = tuple(check_meld(spec.cards, rules.meld_rules, spec.faces) for spec in specs)
-    remaining = _without(state.hands[seat], cards)
-    if state.all_at_once and len(remaining) > 1:
+    if not _opened(state, seat):
+        value = opening_points(checked)
+        if value < rules.opening_minimum:
+            raise IllegalMoveError(
+                f"an opening needs {rules.opening_minimum} points; these melds make {value}",
+                "rules/opening_too_low",
+            )
+    if state.all_at_once and len(cards) < len(state.hands[seat]) - 1:
         raise IllegalMoveError(
             f"in deal {state.hand_number} you may meld only by laying down your whole hand at once",
             "rules/all_at_once",
         )
-    _check_lay_down(state, seat, remaining)
+    remaining = _check_lay_down(state, seat, cards)
     event = Melded(seat=seat, melds=tuple(MeldSpec(m.cards, m.faces) for m in checked))
-    if not remaining:
-        return (event, *_end_hand_out(state, seat))
-    return (event,)
+    return _after_lay_down(state, seat, event, remaining)
 
 
 def _table_meld(state: State, target: int) -> TableMeld:
-    if not 0 <= target < len(state.melds):
+    if not isinstance(target, int) or not 0 <= target < len(state.melds):
         raise IllegalMoveError(f"there is no table meld {target!r}", "rules/no_such_meld")
     return state.melds[target]
 
@@ -566,23 +869,27 @@ def _decide_layoff(
 ) -> tuple[Event, ...]:
     _require(state.phase is Phase.PLAY, "draw first", "rules/wrong_phase")
     _held(state, seat, (card,))
+    if not _opened(state, seat):
+        raise IllegalMoveError("you may lay off only after opening", "rules/not_opened")
     if state.rules.layoff_requires_own_meld and not state.melded[seat]:
         raise IllegalMoveError(
             "you may lay off only after your own first meld", "rules/layoff_before_meld"
         )
-    table_meld = _table_meld(state, target)
-    with_layoff(table_meld.meld, card, face, state.rules.meld_rules)
-    remaining = _without(state.hands[seat], (card,))
-    _check_lay_down(state, seat, remaining)
+    with_layoff(_table_meld(state, target).meld, card, face, state.rules.meld_rules)
+    remaining = _check_lay_down(state, seat, (card,))
     event = LaidOff(seat=seat, card=card, target=target, face=face)
-    if not remaining:
-        return (event, *_end_hand_out(state, seat))
-    return (event,)
+    return _after_lay_down(state, seat, event, remaining)
 
 
 def _decide_swap(state: State, seat: int, card: Card, target: int) -> tuple[Event, ...]:
     _require(state.rules.joker_swap, "joker swaps are not allowed here", "rules/no_joker_swap")
     _require(state.phase is Phase.PLAY, "draw first", "rules/wrong_phase")
+    _require(_opened(state, seat), "you may swap a joker only after opening", "rules/not_opened")
+    _require(
+        state.required == NO_CARD,
+        "lay down the card taken from the pile first",
+        "rules/must_use_taken_card",
+    )
     _held(state, seat, (card,))
     _, joker = with_swap(_table_meld(state, target).meld, card)
     return (SwappedJoker(seat=seat, card=card, target=target, joker=joker),)
@@ -591,19 +898,55 @@ def _decide_swap(state: State, seat: int, card: Card, target: int) -> tuple[Even
 def _decide_discard(state: State, seat: int, card: Card) -> tuple[Event, ...]:
     _require(state.phase is Phase.PLAY, "draw first", "rules/wrong_phase")
     _held(state, seat, (card,))
-    if card in state.taken:
+    if state.required != NO_CARD or state.resume >= 0:
+        required = state.required if state.required != NO_CARD else state.taken[0]
+        raise IllegalMoveError(
+            f"lay down {format_card(required)} first: it was taken to be used at once",
+            "rules/must_use_taken_card",
+        )
+    if card == _forbidden_discard(state):
         raise IllegalMoveError(
             f"{format_card(card)} was taken from the pile this turn and may not be discarded",
             "rules/discard_taken_card",
         )
     event = Discarded(seat=seat, card=card)
     if len(state.hands[seat]) == 1:
+        if not _may_go_out_by_discard(state, seat, card):
+            if state.rules.unplayable_last_discard and _playable(state, card):
+                raise IllegalMoveError(
+                    f"{format_card(card)} could be laid off; the card you go out with must"
+                    " not be playable",
+                    "rules/playable_discard",
+                )
+            raise IllegalMoveError(
+                "you may not open and close in the same turn (chiudere_in_mano is off)",
+                "rules/no_close_on_opening",
+            )
         return (event, *_end_hand_out(state, seat))
-    idle = 0 if state.laid_this_turn else state.idle_turns + 1
-    if idle >= state.rules.idle_turn_cap:
-        after = evolve(state, event)
+    after = evolve(state, event)
+    if after.idle_turns >= state.rules.idle_turn_cap:
         return (event, *_end_hand(after, -1, "idle_cap", False))
-    return (event,)
+    window = _claim_window(after, seat)
+    return (event, window) if window is not None else (event,)
+
+
+def _claim_window(state: State, discarder: int) -> ClaimWindowOpened | None:
+    """The claim window a discard opens, if any."""
+    rules = state.rules
+    order = []
+    seat = discarder
+    for _ in range(state.players - 1):
+        seat = _next_seat(state, seat)
+        if seat == discarder:
+            break
+        order.append(seat)
+    if rules.rummy_call:
+        depths = _claimable_depths(state, state.pile)
+        if depths and order:
+            return ClaimWindowOpened(kind="rummy", seats=tuple(order), depths=depths)
+    if rules.bussare and len(order) >= 2 and len(state.stock) >= 2:
+        return ClaimWindowOpened(kind="bussare", seats=tuple(order[1:]), depths=(1,))
+    return None
 
 
 def _end_hand_out(state: State, seat: int) -> tuple[Event, ...]:
@@ -615,8 +958,12 @@ def _end_hand(state: State, winner: int, reason: str, rummy: bool) -> tuple[Even
     rules = state.rules
     hands = tuple(() if seat == winner else hand for seat, hand in enumerate(state.hands))
     counts = tuple(hand_count(hand, rules) for hand in hands)
-    points = settle_hand(rules, counts, winner, rummy, state.active)
+    melded: tuple[int, ...] = ()
+    if rules.scoring == "melded_minus_hand":
+        melded = tuple(meld_points(state.melds, seat, rules) for seat in range(state.players))
+    points = settle_hand(rules, counts, winner, rummy, state.active, melded)
     totals = tuple(total + point for total, point in zip(state.scores, points))
+    eliminated, winners = game_outcome(rules, totals, state.hand_number, state.active)
     ended = HandEnded(
         hand=state.hand_number,
         winner=winner,
@@ -626,8 +973,8 @@ def _end_hand(state: State, winner: int, reason: str, rummy: bool) -> tuple[Even
         counts=counts,
         points=tuple(format_amount(point) for point in points),
         totals=tuple(format_amount(total) for total in totals),
+        eliminated=eliminated,
     )
-    winners = game_winners(rules, totals, state.hand_number, state.active)
     if winners:
         return ended, GameEnded(winners=winners, totals=ended.totals)
     return (ended,)
@@ -646,6 +993,35 @@ def _set_flag(flags: tuple[bool, ...], seat: int, value: bool) -> tuple[bool, ..
     return flags[:seat] + (value,) + flags[seat + 1 :]
 
 
+def _end_turn(state: State, seat: int, **changes: object) -> State:
+    """The bookkeeping when ``seat``'s turn (or out-of-turn lay-down) is over."""
+    laid_before = state.laid_before
+    if state.laid_this_turn:
+        laid_before = _set_flag(laid_before, seat, True)
+    fields: dict[str, object] = {
+        "phase": Phase.DRAW,
+        "turn": _next_seat(state, seat),
+        "laid_before": laid_before,
+        "taken": (),
+        "required": NO_CARD,
+        "resume": -1,
+        "melds_this_turn": 0,
+        "laid_this_turn": False,
+        "idle_turns": 0 if state.laid_this_turn else state.idle_turns + 1,
+    }
+    fields.update(changes)
+    return dataclasses.replace(state, **fields)  # type: ignore[arg-type]
+
+
+def _after_laying(state: State, seat: int, laid: Iterable[Card]) -> State:
+    """Clear the required card once laid; end a claimer's out-of-turn play."""
+    if state.required != NO_CARD and state.required in laid:
+        state = dataclasses.replace(state, required=NO_CARD)
+    if state.resume >= 0 and state.required == NO_CARD:
+        state = _end_turn(state, seat, turn=state.resume, idle_turns=0)
+    return state
+
+
 def evolve(state: State, event: Event) -> State:
     """Apply one event. Never fails on events that ``decide`` or ``chance`` produced."""
     replace = dataclasses.replace
@@ -660,12 +1036,17 @@ def evolve(state: State, event: Event) -> State:
                 stock=state.stock[1:],
             )
         case TookDiscard(seat=seat, cards=cards):
+            rules = state.rules
+            must_use = len(cards) > 1 or rules.top_discard_must_be_used
+            if rules.open_to_take_upcard and not _opened(state, seat):
+                must_use = True
             return replace(
                 state,
                 phase=Phase.PLAY,
                 hands=_set_hand(state.hands, seat, (*state.hands[seat], *cards)),
                 pile=state.pile[: len(state.pile) - len(cards)],
                 taken=cards,
+                required=cards[0] if must_use else NO_CARD,
             )
         case Melded(seat=seat, melds=specs):
             melded_cards = [card for spec in specs for card in spec.cards]
@@ -676,7 +1057,7 @@ def evolve(state: State, event: Event) -> State:
                 )
                 for spec in specs
             )
-            return replace(
+            state = replace(
                 state,
                 hands=_set_hand(state.hands, seat, _without(state.hands[seat], melded_cards)),
                 melds=state.melds + new,
@@ -684,6 +1065,7 @@ def evolve(state: State, event: Event) -> State:
                 melds_this_turn=state.melds_this_turn + len(specs),
                 laid_this_turn=True,
             )
+            return _after_laying(state, seat, melded_cards)
         case LaidOff(seat=seat, card=card, target=target, face=face):
             table_meld = state.melds[target]
             grown = check_meld(
@@ -694,12 +1076,13 @@ def evolve(state: State, event: Event) -> State:
             owner_of = dict(zip(table_meld.meld.cards, table_meld.owners))
             owner_of[card] = seat
             updated = TableMeld(grown, tuple(owner_of[placed] for placed in grown.cards))
-            return replace(
+            state = replace(
                 state,
                 hands=_set_hand(state.hands, seat, _without(state.hands[seat], (card,))),
                 melds=state.melds[:target] + (updated,) + state.melds[target + 1 :],
                 laid_this_turn=True,
             )
+            return _after_laying(state, seat, (card,))
         case SwappedJoker(seat=seat, card=card, target=target, joker=joker):
             table_meld = state.melds[target]
             swapped, _ = with_swap(table_meld.meld, card)
@@ -717,33 +1100,74 @@ def evolve(state: State, event: Event) -> State:
                 laid_this_turn=True,
             )
         case Discarded(seat=seat, card=card):
-            hand = _without(state.hands[seat], (card,))
-            laid_before = state.laid_before
-            if state.laid_this_turn:
-                laid_before = _set_flag(laid_before, seat, True)
+            return _end_turn(
+                state,
+                seat,
+                hands=_set_hand(state.hands, seat, _without(state.hands[seat], (card,))),
+                pile=(*state.pile, card),
+            )
+        case Floated(seat=seat):
+            return _end_turn(state, seat)
+        case ClaimWindowOpened(kind=kind, seats=seats, depths=depths):
+            return replace(
+                state,
+                phase=Phase.CLAIM,
+                claim_kind=kind,
+                claim_seats=seats,
+                claim_answers=(0,) * len(seats),
+                claim_depths=depths,
+            )
+        case ClaimAnswered(seat=seat, count=count):
+            index = state.claim_seats.index(seat)
+            answers = list(state.claim_answers)
+            answers[index] = count if count > 0 else -1
+            return replace(state, claim_answers=tuple(answers))
+        case Claimed(seat=seat, cards=cards, stock_cards=stock_cards):
+            resume = state.turn
+            bussare = state.claim_kind == "bussare"
+            return replace(
+                state,
+                phase=Phase.PLAY,
+                turn=seat,
+                hands=_set_hand(state.hands, seat, (*state.hands[seat], *cards, *stock_cards)),
+                pile=state.pile[: len(state.pile) - len(cards)],
+                stock=state.stock[len(stock_cards) :],
+                taken=cards,
+                required=NO_CARD if bussare else cards[0],
+                resume=-1 if bussare else resume,
+                claim_kind="",
+                claim_seats=(),
+                claim_answers=(),
+                claim_depths=(),
+            )
+        case ClaimWindowClosed():
             return replace(
                 state,
                 phase=Phase.DRAW,
-                hands=_set_hand(state.hands, seat, hand),
-                pile=(*state.pile, card),
-                turn=_next_seat(state, seat),
-                laid_before=laid_before,
-                taken=(),
-                melds_this_turn=0,
-                laid_this_turn=False,
-                idle_turns=0 if state.laid_this_turn else state.idle_turns + 1,
+                claim_kind="",
+                claim_seats=(),
+                claim_answers=(),
+                claim_depths=(),
             )
         case StockRebuilt(order=order):
             return replace(state, stock=order, pile=(), reuses=state.reuses + 1)
         case Declined():
             return state
-        case HandEnded(totals=totals):
+        case HandEnded(totals=totals, eliminated=eliminated):
+            active = state.active
+            for seat in eliminated:
+                active = _set_flag(active, seat, False)
             return replace(
                 state,
                 phase=Phase.DEAL,
                 turn=-1,
                 scores=tuple(Fraction(total) for total in totals),
+                active=active,
                 last_result=event,
+                claim_kind="",
+                claim_seats=(),
+                claim_answers=(),
+                claim_depths=(),
             )
         case GameEnded(winners=winners):
             return replace(state, phase=Phase.GAME_OVER, turn=-1, winners=winners)
@@ -795,11 +1219,33 @@ def _evolve_dealt(state: State, event: Dealt) -> State:
         melded=(False,) * players,
         laid_before=(False,) * players,
         taken=(),
+        required=NO_CARD,
+        resume=-1,
         melds_this_turn=0,
         laid_this_turn=False,
         reuses=0,
         idle_turns=0,
+        claim_kind="",
+        claim_seats=(),
+        claim_answers=(),
+        claim_depths=(),
     )
+
+
+def advance(
+    state: State, rng: random.Random, choose: Callable[[State, int], Command]
+) -> tuple[Event, ...]:
+    """The events of the next step: chance from ``rng`` if due, else ``choose``'s command.
+
+    ``choose(state, seat)`` is asked for the command of ``to_move(state)``.
+
+    Raises:
+        RuleError: the chosen command is illegal.
+    """
+    if chance_pending(state):
+        return (chance(state, rng),)
+    seat = to_move(state)
+    return decide(state, seat, choose(state, seat))
 
 
 def apply(state: State, events: Iterable[Event]) -> State:

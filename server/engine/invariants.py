@@ -54,7 +54,7 @@ def hidden_from(state: State, seat: int | None) -> frozenset[Card]:
 
     Cards taken from the discard pile this turn were public before, so they are not hidden.
     """
-    if state.phase not in (Phase.DRAW, Phase.PLAY):
+    if state.phase not in (Phase.DRAW, Phase.PLAY, Phase.CLAIM):
         return frozenset()
     hidden = set(state.stock)
     for other, hand in enumerate(state.hands):
@@ -99,7 +99,22 @@ def check_event_secrecy(before: State, event: Event, after: State) -> list[str]:
 
 
 _NOT_CARDS = frozenset(
-    {"seat", "target", "face", "faces", "hand", "dealer", "winner", "winners", "counts", "cuts"}
+    {
+        "seat",
+        "seats",
+        "target",
+        "face",
+        "faces",
+        "hand",
+        "dealer",
+        "winner",
+        "winners",
+        "counts",
+        "cuts",
+        "depths",
+        "count",
+        "eliminated",
+    }
 )
 
 

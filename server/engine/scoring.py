@@ -1,23 +1,88 @@
-"""Hand settlement and game end for the Rummy family (``basic``, ``block``, ``wrotham``,
-``ramino_classic``). Amounts are exact ``Fraction``s: a hand settled by differences splits points
-among players tied for the lowest hand, and nothing is ever rounded.
+"""Hand settlement and game end. Amounts are exact ``Fraction``s: a hand settled by differences
+splits points among players tied for the lowest hand, and nothing is ever rounded.
+
+Modes (``Rules.scoring``): ``winner_collects``, ``penalty`` (with elimination in Ramino),
+``pay_winner`` and ``melded_minus_hand`` (Rummy 500: what a player laid down minus his hand).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-from server.engine.cards import Card, card_face
+from server.engine.cards import Card, card_face, face_rank, is_joker
+from server.engine.melds import Meld, MeldKind
 from server.engine.variants import Rules
 
-__all__ = ["format_amount", "game_winners", "hand_count", "parse_amount", "settle_hand"]
+if TYPE_CHECKING:
+    from server.engine.game import TableMeld
+
+__all__ = [
+    "format_amount",
+    "game_outcome",
+    "game_winners",
+    "hand_count",
+    "meld_points",
+    "opening_points",
+    "parse_amount",
+    "settle_hand",
+]
 
 
 def hand_count(cards: Sequence[Card], rules: Rules) -> int:
     """Value of the cards a player still holds (every card counts; no melds are formed)."""
     values = rules.values
     return sum(values[card_face(card)] for card in cards)
+
+
+def _ace_below_two(meld: Meld, index: int) -> bool:
+    """Whether the card at ``index`` of ``meld`` is an ace placed below a 2 (A-2-3...)."""
+    return (
+        meld.kind is MeldKind.RUN
+        and face_rank(meld.faces[index]) == 1
+        and index + 1 < len(meld.faces)
+        and face_rank(meld.faces[index + 1]) == 2
+    )
+
+
+def meld_points(melds: Iterable[TableMeld], seat: int, rules: Rules) -> int:
+    """Value of the table cards ``seat`` laid down (Rummy 500).
+
+    A joker is worth ``joker_value`` whatever it stands for; an ace below a 2 in a run is worth
+    1 under the standard values, otherwise cards are worth what they would be in hand.
+    """
+    total = 0
+    standard = rules.values_scheme == "standard"
+    for table_meld in melds:
+        meld = table_meld.meld
+        for index, (card, owner) in enumerate(zip(meld.cards, table_meld.owners)):
+            if owner != seat:
+                continue
+            if is_joker(card):
+                total += rules.joker_value
+            elif standard and _ace_below_two(meld, index):
+                total += 1
+            else:
+                total += rules.values[card_face(card)]
+    return total
+
+
+def opening_points(melds: Iterable[Meld]) -> int:
+    """Points a lay-down counts towards an opening (Italian Ramino's 30).
+
+    J/Q/K 10, pip cards face value; an ace 1 below a 2 in a run, else 11 (above the king or in
+    a set); a joker counts as the card it stands for.
+    """
+    total = 0
+    for meld in melds:
+        for index, face in enumerate(meld.faces):
+            rank = face_rank(face)
+            if rank == 1:
+                total += 1 if _ace_below_two(meld, index) else 11
+            else:
+                total += min(rank, 10)
+    return total
 
 
 def _rummy_factor(rules: Rules, rummy: bool) -> tuple[int, int]:
@@ -33,6 +98,7 @@ def settle_hand(
     winner: int,
     rummy: bool,
     active: Sequence[bool],
+    melded: Sequence[int] = (),
 ) -> tuple[Fraction, ...]:
     """Points each seat scores for a hand.
 
@@ -47,6 +113,10 @@ def settle_hand(
     """
     seats = [seat for seat, playing in enumerate(active) if playing]
     points = [Fraction(0)] * len(counts)
+    if rules.scoring == "melded_minus_hand":
+        for seat in seats:
+            points[seat] = Fraction(melded[seat] - counts[seat])
+        return tuple(points)
     multiplier, bonus = _rummy_factor(rules, rummy)
     if winner >= 0:
         losers = [seat for seat in seats if seat != winner]
@@ -98,6 +168,31 @@ def game_winners(
     else:
         best = max(totals[seat] for seat in seats)
     return tuple(seat for seat in seats if totals[seat] == best)
+
+
+def game_outcome(
+    rules: Rules, totals: Sequence[Fraction], hands_played: int, active: Sequence[bool]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """After a hand: the seats eliminated by it, and the game's winners (``()``: it goes on).
+
+    With ``elimination`` a total above ``target`` eliminates; two players: the game ends at the
+    first elimination; more: the last player left wins. With ``tie_plays_another_hand`` a tie
+    for the best total at the target plays on. Otherwise see ``game_winners``.
+    """
+    seats = [seat for seat, playing in enumerate(active) if playing]
+    if rules.elimination and rules.target is not None:
+        out = tuple(seat for seat in seats if totals[seat] > rules.target)
+        left = [seat for seat in seats if seat not in out]
+        if out and (len(active) == 2 or len(left) <= 1):
+            if left:
+                return out, tuple(left)
+            best = min(totals[seat] for seat in out)
+            return out, tuple(seat for seat in out if totals[seat] == best)
+        return out, ()
+    winners = game_winners(rules, totals, hands_played, active)
+    if rules.tie_plays_another_hand and len(winners) > 1:
+        return (), ()
+    return (), winners
 
 
 def format_amount(amount: Fraction) -> str:

@@ -186,6 +186,54 @@ OPTIONS: dict[str, OptionSpec] = dict(
         ),
         _option("joker_value", "int", "Value of a joker left in hand.", minimum=0, maximum=100),
         _option(
+            "values",
+            "choice",
+            "Card values: standard (pip, J/Q/K 10, ace 15 but 1 below a 2 in a run, joker 15)"
+            " or 5_10_15 (2-9 5, 10-K 10, ace and joker 15, no A-2-3 exception).",
+            choices=("standard", "5_10_15"),
+        ),
+        _option(
+            "top_discard_must_be_used",
+            "bool",
+            "The upcard, like any deeper discard, may be taken only to be melded or laid off"
+            " in the same turn.",
+        ),
+        _option(
+            "floating",
+            "bool",
+            "A player who melds his last cards without discarding floats: the hand goes on"
+            " and he plays on from an empty hand at his next turn.",
+        ),
+        _option(
+            "unplayable_last_discard",
+            "bool",
+            "The card discarded to go out must not be playable on any meld on the table.",
+        ),
+        _option(
+            "open_to_take_upcard",
+            "bool",
+            "Before his opening a player may take the upcard only to open with it in the same"
+            " turn.",
+        ),
+        _option(
+            "chiudere_in_mano",
+            "bool",
+            "A player may open and close in the same turn (off: he may not).",
+        ),
+        _option(
+            "bussare",
+            "bool",
+            "3-4 players: after a discard, any player but the discarder and the next player may"
+            " claim the upcard; he takes it plus 2 stock cards and plays a full turn at once.",
+        ),
+        _option(
+            "tie_goes_to",
+            "choice",
+            "Who wins a tie between knocker and opponent: knocker (collects 0) or opponent"
+            " (collects 0 + 10).",
+            choices=("knocker", "opponent"),
+        ),
+        _option(
             "idle_turn_cap",
             "int",
             "Safety cap: after this many consecutive turns in which no card was melded or laid"
@@ -207,15 +255,15 @@ class Preset:
     min_players: int
     max_players: int
     defaults: Mapping[str, object]
+    """Every rule setting of the preset (options and fixed settings alike)."""
     options: tuple[str, ...]
+    """The settings a table creator may change."""
     hand_sizes: Mapping[int, int]
     """Cards dealt to each player, by number of players."""
-    starter_extra_card: bool = False
-    """Wrotham: the starting player gets one card more and does not draw on his first turn."""
-    all_at_once_from_deal: int | None = None
-    """Wrotham: from this deal (1-based) on, nobody may meld until he can go out at once."""
-    closes_with_discard: bool = False
-    min_natural: int = 1
+    decks_by_players: Mapping[int, int] = field(default_factory=dict)
+    """Default number of decks where it depends on the players (Rummy 500 with 6-8)."""
+    jokers_per_deck: bool = False
+    """Whether the ``jokers`` option counts jokers per deck (Rummy 500) or in all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,11 +276,9 @@ class Rules:
     """The options the table creator set (validated), sorted by name."""
     decks: int
     jokers: int
+    """Jokers in the whole pack."""
     hand_size: int
-    starter_extra_card: bool
-    all_at_once_from_deal: int | None
     ace: AceMode
-    min_natural: int
     melds_per_turn: int | None
     going_rummy: str
     layoff_requires_own_meld: bool
@@ -240,23 +286,56 @@ class Rules:
     stock_exhausted: str
     max_stock_reuses: int | None
     scoring: str
+    """winner_collects | penalty | pay_winner | melded_minus_hand (Rummy 500)."""
     target: int | None
     deals: int | None
     dealer: str
     joker_swap: bool
     joker_value: int
     idle_turn_cap: int
-    meld_rules: MeldRules = field(init=False)
-    values: tuple[int, ...] = field(init=False)
+    min_natural: int = 1
+    starter_extra_card: bool = False
+    """Wrotham: the starting player gets one card more and does not draw on his first turn."""
+    all_at_once_from_deal: int | None = None
+    """Wrotham: from this deal (1-based) on, nobody may meld until he can go out at once."""
+    ace_value: int | None = None
+    """Value of an ace left in hand; ``None``: 1 with ``ace=low``, else 15."""
+    values_scheme: str = "standard"
+    deep_draws: bool = False
+    """Rummy 500: any discard may be taken with all above it, if it is laid down at once."""
+    top_discard_must_be_used: bool = False
+    rummy_call: bool = False
+    """Rummy 500: a claim window ("Rummy!") after a claimable discard."""
+    floating: bool = False
+    unplayable_last_discard: bool = False
+    opening_minimum: int = 0
+    """Ramino: points a player's first lay-down must reach (0: no opening rule)."""
+    open_to_take_upcard: bool = False
+    chiudere_in_mano: bool = True
+    bussare: bool = False
+    elimination: bool = False
+    """Ramino: a total above ``target`` eliminates the player."""
+    tie_plays_another_hand: bool = False
+    """Rummy 500: a tie for the highest total at the target plays another hand."""
+    meld_rules: MeldRules = field(init=False, compare=False, repr=False)
+    values: tuple[int, ...] = field(init=False, compare=False, repr=False)
     """Value of each face (index 52: joker) when left in hand."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "meld_rules", MeldRules(self.ace, self.min_natural))
-        ace_value = 1 if self.ace is AceMode.LOW else 15
+        if self.ace_value is not None:
+            ace_value = self.ace_value
+        else:
+            ace_value = 1 if self.ace is AceMode.LOW else 15
         values = [0] * (JOKER + 1)
         for face in range(JOKER):
             rank = face_rank(face)
-            values[face] = ace_value if rank == 1 else min(rank, 10)
+            if rank == 1:
+                values[face] = ace_value
+            elif self.values_scheme == "5_10_15":
+                values[face] = 5 if rank < 10 else 10
+            else:
+                values[face] = min(rank, 10)
         values[JOKER] = self.joker_value
         object.__setattr__(self, "values", tuple(values))
 
@@ -346,11 +425,11 @@ VARIANTS: dict[str, Preset] = {
                 "joker_swap": True,
                 "deals": 6,
                 "target": None,
+                "starter_extra_card": True,
+                "all_at_once_from_deal": 4,
             },
             options=(*_BASIC_OPTIONS, "joker_value", "joker_swap"),
             hand_sizes=dict.fromkeys(range(2, 7), 7),
-            starter_extra_card=True,
-            all_at_once_from_deal=4,
         ),
         Preset(
             name="ramino_classic",
@@ -365,6 +444,92 @@ VARIANTS: dict[str, Preset] = {
             defaults={**_BASIC_DEFAULTS, "jokers": 2, "melds_per_turn": UNLIMITED},
             options=(*_BASIC_OPTIONS, "decks", "jokers", "joker_value", "joker_swap"),
             hand_sizes=_SIZES_10_7_6,
+            jokers_per_deck=True,
+        ),
+        Preset(
+            name="rummy500",
+            title="Rummy 500",
+            description=(
+                "The spread discard pile: take any discard with every card above it if you lay it"
+                " down at once; melds and lay-offs score for whoever lays them down, cards in"
+                ' hand count against; call "Rummy!" on a playable discard; first to 500.'
+            ),
+            min_players=2,
+            max_players=8,
+            defaults={
+                **_BASIC_DEFAULTS,
+                "jokers": 2,
+                "ace": "high_or_low",
+                "ace_value": 15,
+                "melds_per_turn": UNLIMITED,
+                "going_rummy": "none",
+                "stock_exhausted": "block",
+                "scoring": "melded_minus_hand",
+                "target": 500,
+                "deep_draws": True,
+                "rummy_call": True,
+                "tie_plays_another_hand": True,
+                "values": "standard",
+                "top_discard_must_be_used": False,
+                "floating": False,
+                "unplayable_last_discard": False,
+            },
+            options=(
+                "decks",
+                "jokers",
+                "values",
+                "top_discard_must_be_used",
+                "floating",
+                "unplayable_last_discard",
+                "target",
+                "dealer",
+                "idle_turn_cap",
+            ),
+            hand_sizes={2: 13, **dict.fromkeys(range(3, 9), 7)},
+            decks_by_players={6: 2, 7: 2, 8: 2},
+            jokers_per_deck=True,
+        ),
+        Preset(
+            name="ramino",
+            title="Ramino (Italian, as played online)",
+            description=(
+                "Two decks and six jokers, 13 cards each; a first lay-down of at least 30 points"
+                " opens; lay-offs and joker swaps after opening; close with a final discard;"
+                " cards in hand are penalties and a total above the target eliminates."
+            ),
+            min_players=2,
+            max_players=4,
+            defaults={
+                **_BASIC_DEFAULTS,
+                "decks": 2,
+                "jokers": 6,
+                "ace": "high_or_low",
+                "ace_value": 15,
+                "min_natural": 2,
+                "joker_value": 30,
+                "joker_swap": True,
+                "melds_per_turn": UNLIMITED,
+                "must_discard_to_go_out": True,
+                "scoring": "penalty",
+                "going_rummy": "double",
+                "target": 101,
+                "elimination": True,
+                "opening_minimum": 30,
+                "open_to_take_upcard": False,
+                "chiudere_in_mano": True,
+                "bussare": False,
+            },
+            options=(
+                "target",
+                "chiudere_in_mano",
+                "bussare",
+                "open_to_take_upcard",
+                "stock_exhausted",
+                "max_stock_reuses",
+                "dealer",
+                "idle_turn_cap",
+            ),
+            hand_sizes=dict.fromkeys(range(2, 5), 13),
         ),
     )
 }
@@ -437,26 +602,59 @@ def make_rules(name: str, options: Mapping[str, object], players: int) -> Rules:
             )
         chosen[key] = OPTIONS[key].validate(value)
     settings = {**preset.defaults, **chosen}
-    scoring = settings["scoring"]
-    if "target" in chosen and "deals" in chosen and chosen["target"] and chosen["deals"]:
-        raise VariantError(
-            "options 'target' and 'deals' contradict each other: a game ends at a target score"
-            " or after a number of deals, not both",
-            "variant/contradictory_options",
-        )
+    if "decks" not in chosen and players in preset.decks_by_players:
+        settings["decks"] = preset.decks_by_players[players]
+    _check_contradictions(preset, chosen, settings, players)
     if chosen.get("deals"):
         settings["target"] = None
-    if scoring == "pay_winner":
-        if chosen.get("target"):
-            raise VariantError(
-                "option 'target' contradicts scoring=pay_winner, which is played for a fixed"
-                " number of deals",
-                "variant/contradictory_options",
-            )
+    if settings["scoring"] == "pay_winner":
         settings["target"] = None
         if not settings["deals"]:
             settings["deals"] = players
-    if settings["target"] is None and settings["deals"] is None:
+    hand_size = preset.hand_sizes[players]
+    decks = int(str(settings["decks"]))
+    jokers = int(str(settings["jokers"])) * (decks if preset.jokers_per_deck else 1)
+    needed = hand_size * players + (1 if settings.get("starter_extra_card") else 0) + 2
+    if 52 * decks + jokers < needed:
+        raise VariantError(
+            f"{decks} deck(s) and {jokers} joker(s) are too few for {players} players",
+            "variant/contradictory_options",
+        )
+    melds_per_turn = settings.pop("melds_per_turn")
+    fields = {f.name for f in dataclasses.fields(Rules) if f.init}
+    extra = {key: value for key, value in settings.items() if key in fields}
+    extra.update(
+        preset=preset.name,
+        players=players,
+        options=tuple(sorted(chosen.items())),
+        decks=decks,
+        jokers=jokers,
+        hand_size=hand_size,
+        ace=AceMode(str(settings["ace"])),
+        melds_per_turn=None if melds_per_turn == UNLIMITED else int(str(melds_per_turn)),
+        values_scheme=str(settings.get("values", "standard")),
+    )
+    return Rules(**extra)  # type: ignore[arg-type]
+
+
+def _check_contradictions(
+    preset: Preset, chosen: Mapping[str, object], settings: Mapping[str, object], players: int
+) -> None:
+    if chosen.get("target") and settings["deals"]:
+        raise VariantError(
+            f"options 'target' and 'deals' contradict each other: a game ends at a target score"
+            f" or after a number of deals, not both ({preset.name} plays {settings['deals']}"
+            " deals)",
+            "variant/contradictory_options",
+        )
+    if settings["scoring"] == "pay_winner" and chosen.get("target"):
+        raise VariantError(
+            "option 'target' contradicts scoring=pay_winner, which is played for a fixed"
+            " number of deals",
+            "variant/contradictory_options",
+        )
+    endless = settings["target"] is None and settings["deals"] is None
+    if endless and settings["scoring"] != "pay_winner":
         raise VariantError(
             "the game needs an end: set 'target' or 'deals'", "variant/contradictory_options"
         )
@@ -466,42 +664,14 @@ def make_rules(name: str, options: Mapping[str, object], players: int) -> Rules:
             " reused)",
             "variant/contradictory_options",
         )
-    hand_size = preset.hand_sizes[players]
-    decks = int(str(settings["decks"]))
-    jokers = int(str(settings["jokers"]))
-    starter_extra = preset.starter_extra_card
-    needed = hand_size * players + (1 if starter_extra else 0) + 2
-    if 52 * decks + jokers < needed:
+    if chosen.get("bussare") and players < 3:
+        raise VariantError("option 'bussare' needs 3 or 4 players", "variant/contradictory_options")
+    if preset.jokers_per_deck and settings["jokers"] not in (0, 2):
         raise VariantError(
-            f"{decks} deck(s) and {jokers} joker(s) are too few for {players} players",
-            "variant/contradictory_options",
+            f"option 'jokers' takes 0 or 2 (per deck) for {preset.name},"
+            f" got {settings['jokers']!r}",
+            "variant/bad_option",
         )
-    melds_per_turn = settings["melds_per_turn"]
-    return Rules(
-        preset=preset.name,
-        players=players,
-        options=tuple(sorted(chosen.items())),
-        decks=decks,
-        jokers=jokers,
-        hand_size=hand_size,
-        starter_extra_card=starter_extra,
-        all_at_once_from_deal=preset.all_at_once_from_deal,
-        ace=AceMode(str(settings["ace"])),
-        min_natural=preset.min_natural,
-        melds_per_turn=None if melds_per_turn == UNLIMITED else int(str(melds_per_turn)),
-        going_rummy=str(settings["going_rummy"]),
-        layoff_requires_own_meld=bool(settings["layoff_requires_own_meld"]),
-        must_discard_to_go_out=bool(settings["must_discard_to_go_out"]),
-        stock_exhausted=str(settings["stock_exhausted"]),
-        max_stock_reuses=_optional_int(settings["max_stock_reuses"]),
-        scoring=str(scoring),
-        target=_optional_int(settings["target"]),
-        deals=_optional_int(settings["deals"]),
-        dealer=str(settings["dealer"]),
-        joker_swap=bool(settings["joker_swap"]),
-        joker_value=int(str(settings["joker_value"])),
-        idle_turn_cap=int(str(settings["idle_turn_cap"])),
-    )
 
 
 def _optional_int(value: object) -> int | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from server.engine.actions import Dealt, Drew, Event, HandEnded, StockRebuilt
+from server.engine.actions import Claimed, Dealt, Drew, Event, HandEnded, StockRebuilt
 from server.engine.cards import Card, Face
 from server.engine.game import State, deal_layout, to_move
 from server.engine.scoring import format_amount
@@ -54,6 +54,14 @@ class View(msgspec.Struct, frozen=True):
     melds_this_turn: int
     stock_reuses: int
     melded: tuple[bool, ...]
+    """Seats that have melded this hand (in Ramino: that have opened)."""
+    required: Card
+    """A card the seat to move must lay down before his turn can end (-1: none)."""
+    claim_kind: str
+    """``rummy`` or ``bussare`` while a claim window is open, else empty."""
+    claim_seats: tuple[int, ...]
+    claim_answers: tuple[int, ...]
+    """Parallel to ``claim_seats``: 0 waiting, -1 passed, n > 0 claimed n cards."""
     winners: tuple[int, ...]
     last_result: HandEnded | None
 
@@ -84,6 +92,10 @@ def view(state: State, seat: int | None = None) -> View:
         melds_this_turn=state.melds_this_turn,
         stock_reuses=state.reuses,
         melded=state.melded,
+        required=state.required,
+        claim_kind=state.claim_kind,
+        claim_seats=state.claim_seats,
+        claim_answers=state.claim_answers,
         winners=state.winners,
         last_result=state.last_result,
     )
@@ -94,8 +106,9 @@ def redact(state: State, event: Event, seat: int | None = None) -> Event:
 
     ``state`` is the state the event applies to (a deal's layout depends on the seats).
 
-    A deal shows the viewer his own cards and the upcard; a stock draw shows the card only to
-    the drawer; a rebuilt stock shows only its size. Everything else is public.
+    A deal shows the viewer his own cards and the upcard; a stock draw (also the two stock
+    cards of a ``bussare`` claim) shows the card only to the drawer; a rebuilt stock shows only
+    its size. Everything else is public.
     """
     match event:
         case Dealt():
@@ -104,6 +117,10 @@ def redact(state: State, event: Event, seat: int | None = None) -> Event:
             return Drew(seat=drawer, card=HIDDEN)
         case StockRebuilt(order=order, shuffled=shuffled):
             return StockRebuilt(order=(HIDDEN,) * len(order), shuffled=shuffled)
+        case Claimed(seat=claimer, cards=cards, stock_cards=stock_cards) if (
+            stock_cards and claimer != seat
+        ):
+            return Claimed(seat=claimer, cards=cards, stock_cards=(HIDDEN,) * len(stock_cards))
     return event
 
 

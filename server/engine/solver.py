@@ -1,0 +1,859 @@
+"""The meld solver: best partition of a hand into melds, deadwood, best discard and lay-offs.
+
+Theory of operation. Minimising deadwood means choosing disjoint melds that leave the least value
+over. The search always decides the *lowest* undecided face first: either it is left over, or it
+goes into one meld, and every meld that can hold it is tried. Because every other card of such a
+meld is higher, the melds to try for a face are looked up in a table rather than searched for.
+Results are memoised on what is left of the hand, so the search is a dynamic programme over
+sub-hands.
+
+There are two paths:
+
+- *Fast path* (no jokers, no two cards of one face; every Gin Rummy hand): a hand is a 52-bit
+  mask of faces. Cards that belong to no meld at all (computed with a few table look-ups and bit
+  operations) are deadwood at once; only the rest, usually a handful of cards, is searched, and
+  those searches are memoised across calls (the memo is a pure cache, bounded in size).
+- *General path* (jokers, several decks): the hand is a multiset of faces kept as nested masks
+  (``layers[k]`` holds the faces present at least ``k + 1`` times) plus a joker count. A meld is
+  chosen as its natural faces ``S``; the jokers it then takes can be any number from ``g`` (the
+  gaps of the shortest set or run window around ``S``) up to ``cap`` (the longest). Joker
+  declarations do not interact across melds, so the search only has to track the jokers still
+  free for gaps and the total capacity of the melds chosen: the jokers left in hand are
+  ``max(0, jokers - capacity)``, provided the gaps fit in the jokers held. Concrete declarations
+  are assigned afterwards.
+
+Ties (several partitions with the least deadwood) are broken by a fixed rule: scanning faces
+from the lowest, a face goes into a meld rather than being left over whenever an optimum allows
+it, into the first such meld in the solver's fixed order; physical copies and jokers are used
+lowest first; spare jokers go to the first melds with room; a joker in a set stands for the
+first missing suit (clubs, diamonds, hearts, spades) and in a run for a face of the lowest
+window that holds the run's naturals. Equal inputs therefore always give equal outputs.
+
+Every function is pure and sans-IO. ``values`` is a table of 53 non-negative card values indexed
+by face (index 52 is a joker held in hand).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+
+from server.engine.cards import JOKER, Card, Face, card_face, is_joker
+from server.engine.melds import (
+    AceMode,
+    Meld,
+    MeldKind,
+    MeldRules,
+    check_meld,
+    layoff_faces,
+    with_layoff,
+)
+
+__all__ = [
+    "best_discard",
+    "best_layoff_deadwood",
+    "best_melds",
+    "deadwood",
+    "discard_deadwoods",
+    "layoff_targets",
+]
+
+_SUIT_BITS = 13
+_SUIT_MASK = (1 << _SUIT_BITS) - 1
+_FACE_MASK = 63
+_NATURAL_FACES = 52
+_VALUE_COUNT = 53
+_SPREAD = 1 | 1 << 13 | 1 << 26 | 1 << 39
+"""Multiplying a 13-bit rank mask by this copies it into all four suits."""
+_MEMO_LIMIT = 200_000
+_CONTEXT_LIMIT = 64
+_MAX_SET = 4
+_MAX_RUN = 13
+
+
+# --- Tables that depend on the meld rules only -------------------------------------------------
+
+
+def _window_masks(ace: AceMode, length: int) -> tuple[int, ...]:
+    """Suit-local rank masks (bit ``rank - 1``) of every run window of ``length`` cards."""
+    if ace is AceMode.AROUND:
+        firsts = range(1, 14) if length < _MAX_RUN else range(1, 2)
+    else:
+        positions = 14 if ace is AceMode.HIGH_OR_LOW else 13
+        firsts = range(1, positions - length + 2)
+    masks: list[int] = []
+    for first in firsts:
+        mask = 0
+        for offset in range(length):
+            mask |= 1 << ((first + offset - 1) % 13)
+        if mask not in masks:
+            masks.append(mask)
+    return tuple(masks)
+
+
+def _span(mask: int) -> int:
+    low = (mask & -mask).bit_length() - 1
+    return mask.bit_length() - low
+
+
+@functools.cache
+def _arcs(ace: AceMode) -> tuple[int, ...]:
+    """For every suit-local rank mask, the length of the shortest run window holding it."""
+    arcs = [0] * (1 << _SUIT_BITS)
+    for mask in range(1, 1 << _SUIT_BITS):
+        if ace is AceMode.LOW:
+            arcs[mask] = _span(mask)
+        elif ace is AceMode.HIGH_OR_LOW:
+            best = _span(mask)
+            if mask & 1:
+                best = min(best, _span((mask & ~1) | 1 << _SUIT_BITS))
+            arcs[mask] = best
+        else:
+            best = _SUIT_BITS
+            for shift in range(_SUIT_BITS):
+                if mask >> shift & 1:
+                    rotated = (mask >> shift | mask << (_SUIT_BITS - shift)) & _SUIT_MASK
+                    best = min(best, rotated.bit_length())
+            arcs[mask] = best
+    return tuple(arcs)
+
+
+class _Tables:
+    """Everything the solver precomputes for one ``MeldRules``."""
+
+    __slots__ = (
+        "ace",
+        "melds_by_lowest",
+        "min_natural",
+        "rules",
+        "run_core",
+        "run_options",
+        "set_need",
+    )
+
+    def __init__(self, rules: MeldRules) -> None:
+        self.rules = rules
+        self.ace = rules.ace
+        self.min_natural = max(rules.min_natural, 1)
+        shortest = max(3, self.min_natural)
+        windows = _window_masks(self.ace, shortest) if shortest <= _MAX_RUN else ()
+        # Cards of a suit that lie in some run of the suit: the union of the shortest windows
+        # (every card of a longer run lies in one of its shortest sub-windows).
+        core = [0] * (1 << _SUIT_BITS)
+        for pattern in range(1 << _SUIT_BITS):
+            union = 0
+            for window in windows:
+                if window & pattern == window:
+                    union |= window
+            core[pattern] = union
+        self.run_core: tuple[int, ...] = tuple(core)
+        self.set_need = shortest
+        by_lowest: list[list[int]] = [[] for _ in range(_NATURAL_FACES)]
+        for rank in range(13):
+            for suits in range(1, 16):
+                size = suits.bit_count()
+                if shortest <= size <= _MAX_SET:
+                    mask = sum(1 << (suit * 13 + rank) for suit in range(4) if suits >> suit & 1)
+                    by_lowest[(mask & -mask).bit_length() - 1].append(mask)
+        for length in range(shortest, _MAX_RUN + 1):
+            for window in _window_masks(self.ace, length):
+                for suit in range(4):
+                    mask = window << (suit * 13)
+                    lowest = by_lowest[(mask & -mask).bit_length() - 1]
+                    if mask not in lowest:
+                        lowest.append(mask)
+        self.melds_by_lowest: tuple[tuple[int, ...], ...] = tuple(
+            tuple(sorted(masks)) for masks in by_lowest
+        )
+        self.run_options: dict[tuple[int, int, int, int], tuple[tuple[int, int, int], ...]] = {}
+
+    def core(self, mask: int) -> int:
+        """The faces of ``mask`` (one deck, no jokers) that belong to at least one meld in it."""
+        table = self.run_core
+        clubs = mask & _SUIT_MASK
+        diamonds = mask >> 13 & _SUIT_MASK
+        hearts = mask >> 26 & _SUIT_MASK
+        spades = mask >> 39 & _SUIT_MASK
+        result = table[clubs] | table[diamonds] << 13 | table[hearts] << 26 | table[spades] << 39
+        need = self.set_need
+        if need == 3:
+            ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+        elif need == _MAX_SET:
+            ranks = clubs & diamonds & hearts & spades
+        else:
+            ranks = 0
+        if ranks:
+            result |= ranks * _SPREAD & mask
+        return result
+
+    def runs_with(
+        self, suit: int, present: int, lowest: int, budget: int
+    ) -> tuple[tuple[int, int, int], ...]:
+        """Run options ``(faces mask, gaps, capacity)`` for the general path.
+
+        ``present`` is the suit-local mask of faces still available, ``lowest`` the local bit
+        of the face being decided (which every option holds), ``budget`` the jokers free for gaps.
+        """
+        key = (suit, present, lowest, budget)
+        options = self.run_options.get(key)
+        if options is not None:
+            return options
+        arcs = _arcs(self.ace)
+        found: list[tuple[int, int, int]] = []
+        rest = present & ~lowest
+        subset = rest
+        while True:
+            faces = subset | lowest
+            size = faces.bit_count()
+            if size >= self.min_natural:
+                gaps = max(3, arcs[faces]) - size
+                if gaps <= budget:
+                    found.append((faces << (suit * 13), gaps, _MAX_RUN - size))
+            if not subset:
+                break
+            subset = (subset - 1) & rest
+        options = tuple(sorted(found))
+        if len(self.run_options) > _MEMO_LIMIT:
+            self.run_options.clear()
+        self.run_options[key] = options
+        return options
+
+
+@functools.cache
+def _tables(rules: MeldRules) -> _Tables:
+    return _Tables(rules)
+
+
+# --- Tables that also depend on the card values -------------------------------------------------
+
+
+class _Context:
+    """The tables for one ``(rules, values)`` pair, and the fast path's memo."""
+
+    __slots__ = ("by_lowest", "joker_value", "memo", "tables", "values")
+
+    def __init__(self, rules: MeldRules, values: tuple[int, ...]) -> None:
+        self.tables = _tables(rules)
+        self.values = values
+        self.joker_value = values[JOKER]
+        self.by_lowest: tuple[tuple[tuple[int, int], ...], ...] = tuple(
+            tuple((mask, _mask_value(mask, values)) for mask in masks)
+            for masks in self.tables.melds_by_lowest
+        )
+        self.memo: dict[int, int] = {}
+        """Fast path: most value that can be melded out of a face mask."""
+
+    def melded(self, mask: int) -> int:
+        """Most value that can be melded from a one-deck, joker-free face mask."""
+        memo = self.memo
+        best = memo.get(mask)
+        if best is not None:
+            return best
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
+        return _fast_melded(mask, memo, self.by_lowest)
+
+
+_contexts: dict[tuple[MeldRules, tuple[int, ...]], _Context] = {}
+_last_context: list[tuple[MeldRules, tuple[int, ...], _Context]] = []
+
+
+def _context(rules: MeldRules, values: Sequence[int]) -> _Context:
+    """The cached context for ``rules`` and ``values``.
+
+    Raises:
+        ValueError: ``values`` does not hold 53 non-negative integers.
+    """
+    if _last_context:
+        last_rules, last_values, last = _last_context[0]
+        if last_values is values and last_rules is rules:
+            return last
+    key_values = values if type(values) is tuple else tuple(values)
+    key = (rules, key_values)
+    context = _contexts.get(key)
+    if context is None:
+        if len(key_values) != _VALUE_COUNT or any(value < 0 for value in key_values):
+            raise ValueError(f"values must be 53 non-negative card values, got {values!r}")
+        if len(_contexts) >= _CONTEXT_LIMIT:
+            _contexts.clear()
+        context = _contexts[key] = _Context(rules, key_values)
+    if type(values) is tuple:
+        _last_context[:] = [(rules, key_values, context)]
+    return context
+
+
+def _mask_value(mask: int, values: Sequence[int]) -> int:
+    total = 0
+    while mask:
+        low = mask & -mask
+        total += values[low.bit_length() - 1]
+        mask ^= low
+    return total
+
+
+def _fast_melded(
+    mask: int, memo: dict[int, int], by_lowest: tuple[tuple[tuple[int, int], ...], ...]
+) -> int:
+    """Most value meldable from ``mask``: the lowest face is left over or goes into a meld."""
+    best = memo.get(mask)
+    if best is not None:
+        return best
+    low = mask & -mask
+    rest = mask ^ low
+    best = _fast_melded(rest, memo, by_lowest) if rest else 0
+    for meld, value in by_lowest[low.bit_length() - 1]:
+        if meld & mask == meld:
+            left = mask ^ meld
+            total = (value + _fast_melded(left, memo, by_lowest)) if left else value
+            if total > best:
+                best = total
+    memo[mask] = best
+    return best
+
+
+def _bits(mask: int) -> Iterator[int]:
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+# --- Reading a hand -----------------------------------------------------------------------------
+
+
+def _fast_mask(cards: Sequence[Card], values: Sequence[int]) -> tuple[int, int] | None:
+    """``(face mask, total value)`` if the hand has no jokers and no repeated face, else None."""
+    mask = 0
+    total = 0
+    for card in cards:
+        face = card & _FACE_MASK
+        bit = 1 << face
+        if face >= _NATURAL_FACES or mask & bit:
+            return None
+        mask |= bit
+        total += values[face]
+    return mask, total
+
+
+class _Hand:
+    """A hand for the general path: faces as nested masks, jokers counted, cards by face."""
+
+    __slots__ = ("by_face", "jokers", "layers")
+
+    def __init__(self, cards: Sequence[Card]) -> None:
+        """Read ``cards``.
+
+        Raises:
+            ValueError: a card appears twice or is not a card.
+        """
+        if len(set(cards)) != len(cards):
+            raise ValueError(f"a card appears twice in the hand: {sorted(cards)!r}")
+        layers: list[int] = []
+        self.by_face: dict[Face, list[Card]] = {}
+        self.jokers: list[Card] = []
+        for card in sorted(cards):
+            face = card_face(card)
+            if card < 0 or face > JOKER:
+                raise ValueError(f"not a card: {card!r}")
+            if face == JOKER:
+                self.jokers.append(card)
+                continue
+            self.by_face.setdefault(face, []).append(card)
+            bit = 1 << face
+            for index, layer in enumerate(layers):
+                if not layer & bit:
+                    layers[index] = layer | bit
+                    break
+            else:
+                layers.append(bit)
+        self.layers: tuple[int, ...] = tuple(layers) or (0,)
+
+
+def _remove(layers: tuple[int, ...], faces: int) -> tuple[int, ...]:
+    """``layers`` with one copy of each face in ``faces`` (all present) taken out."""
+    if len(layers) == 1:
+        return (layers[0] & ~faces,)
+    result = [(layer & ~faces) | (above & faces) for layer, above in itertools.pairwise(layers)]
+    top = layers[-1] & ~faces
+    if top:
+        result.append(top)
+    while len(result) > 1 and not result[-1]:
+        result.pop()
+    return tuple(result)
+
+
+_State = tuple[tuple[int, ...], int, int]
+_Option = tuple[int, int, int]
+
+
+class _Search:
+    """The general path's search for one hand's joker count; memoised on the state.
+
+    A state is ``(layers, budget, capacity)``: the faces still undecided, the jokers still free
+    to fill gaps, and the joker capacity of the melds chosen so far (capped at the jokers held).
+    Its value is the least deadwood of the undecided faces plus the jokers left in hand.
+    """
+
+    __slots__ = ("context", "jokers", "memo", "tables")
+
+    def __init__(self, context: _Context, jokers: int) -> None:
+        self.context = context
+        self.tables = context.tables
+        self.jokers = jokers
+        self.memo: dict[_State, int] = {}
+
+    def options(self, layers: tuple[int, ...], budget: int) -> list[_Option]:
+        """Melds ``(faces mask, gaps, capacity)`` holding the lowest undecided face."""
+        present = layers[0]
+        face = (present & -present).bit_length() - 1
+        suit, rank = divmod(face, 13)
+        found: list[_Option] = []
+        others = [
+            1 << (other * 13 + rank)
+            for other in range(suit + 1, 4)
+            if present >> (other * 13 + rank) & 1
+        ]
+        if others:
+            for chosen in range(1, 1 << len(others)):
+                size = chosen.bit_count() + 1
+                gaps = max(0, 3 - size)
+                if size >= self.tables.min_natural and gaps <= budget:
+                    faces = 1 << face
+                    for index, bit in enumerate(others):
+                        if chosen >> index & 1:
+                            faces |= bit
+                    found.append((faces, gaps, _MAX_SET - size))
+        found.extend(
+            self.tables.runs_with(suit, present >> (suit * 13) & _SUIT_MASK, 1 << rank, budget)
+        )
+        return found
+
+    def solve(self, layers: tuple[int, ...], budget: int, capacity: int) -> int:
+        """Least deadwood from this state on."""
+        key = (layers, budget, capacity)
+        best = self.memo.get(key)
+        if best is not None:
+            return best
+        present = layers[0]
+        if not present:
+            return self.context.joker_value * max(0, self.jokers - capacity)
+        low = present & -present
+        best = self.context.values[low.bit_length() - 1] + self.solve(
+            _remove(layers, low), budget, capacity
+        )
+        if best:
+            for faces, gaps, room in self.options(layers, budget):
+                total = self.solve(
+                    _remove(layers, faces), budget - gaps, min(self.jokers, capacity + room)
+                )
+                if total < best:
+                    best = total
+                    if not best:
+                        break
+        self.memo[key] = best
+        return best
+
+    def choices(self, layers: tuple[int, ...]) -> list[_Option]:
+        """The melds of an optimal partition, chosen by the documented tie rule."""
+        budget, capacity = self.jokers, 0
+        target = self.solve(layers, budget, capacity)
+        chosen: list[_Option] = []
+        while layers[0]:
+            for option in self.options(layers, budget):
+                faces, gaps, room = option
+                after = (_remove(layers, faces), budget - gaps, min(self.jokers, capacity + room))
+                if self.solve(*after) == target:
+                    chosen.append(option)
+                    layers, budget, capacity = after
+                    break
+            else:
+                low = layers[0] & -layers[0]
+                target -= self.context.values[low.bit_length() - 1]
+                layers = _remove(layers, low)
+        return chosen
+
+
+def _general_search(context: _Context, hand: _Hand) -> tuple[_Search, tuple[int, ...], int]:
+    """A search for ``hand`` with joker-free cards that fit in no meld already taken out.
+
+    Returns the search, the layers left to search and the value of the cards taken out.
+    """
+    layers = hand.layers
+    base = 0
+    if not hand.jokers:
+        core = context.tables.core(layers[0])
+        dead = layers[0] & ~core
+        if dead:
+            for layer in layers:
+                base += _mask_value(layer & dead, context.values)
+            layers = _remove_all(layers, dead)
+    return _Search(context, len(hand.jokers)), layers, base
+
+
+def _remove_all(layers: tuple[int, ...], faces: int) -> tuple[int, ...]:
+    kept = [layer & ~faces for layer in layers]
+    while len(kept) > 1 and not kept[-1]:
+        kept.pop()
+    return tuple(kept)
+
+
+def _general_deadwood(context: _Context, hand: _Hand) -> int:
+    search, layers, base = _general_search(context, hand)
+    return base + search.solve(layers, search.jokers, 0)
+
+
+# --- Building melds from the solution -----------------------------------------------------------
+
+
+def _build_melds(
+    choices: Sequence[_Option], hand: _Hand, rules: MeldRules, ace: AceMode
+) -> list[Meld]:
+    """Concrete melds for chosen face masks: physical cards lowest first, jokers declared."""
+    jokers = len(hand.jokers)
+    capacity = min(jokers, sum(room for _, _, room in choices))
+    extra = capacity - sum(gaps for _, gaps, _ in choices)
+    free_cards = {face: list(cards) for face, cards in hand.by_face.items()}
+    free_jokers = list(hand.jokers)
+    melds: list[Meld] = []
+    for faces, gaps, room in choices:
+        added = min(extra, room - gaps)
+        extra -= added
+        joker_count = gaps + added
+        natural_faces = list(_bits(faces))
+        cards = [free_cards[face].pop(0) for face in natural_faces]
+        declared = _joker_faces(natural_faces, joker_count, ace)
+        joker_cards = free_jokers[:joker_count]
+        del free_jokers[:joker_count]
+        melds.append(check_meld([*cards, *joker_cards], rules, [*natural_faces, *declared]))
+    return melds
+
+
+def _joker_faces(natural_faces: Sequence[Face], count: int, ace: AceMode) -> list[Face]:
+    """Faces for ``count`` jokers completing ``natural_faces`` into a set or run."""
+    if not count:
+        return []
+    suits = {face // 13 for face in natural_faces}
+    ranks = {face % 13 for face in natural_faces}
+    if len(natural_faces) > 1 and len(ranks) == 1:
+        rank = next(iter(ranks))
+        missing = [suit * 13 + rank for suit in range(4) if suit not in suits]
+        return missing[:count]
+    suit = next(iter(suits))
+    local = sum(1 << rank for rank in ranks)
+    for window in _window_masks(ace, len(natural_faces) + count):
+        if window & local == local:
+            return [suit * 13 + rank for rank in _bits(window & ~local)]
+    raise AssertionError(f"no run window holds {natural_faces!r}")  # pragma: no cover
+
+
+def _sorted_melds(melds: Iterable[Meld]) -> tuple[Meld, ...]:
+    return tuple(sorted(melds, key=lambda meld: (meld.cards, meld.faces)))
+
+
+# --- Public API ---------------------------------------------------------------------------------
+
+
+def deadwood(hand: Iterable[Card], rules: MeldRules, values: Sequence[int]) -> int:
+    """The least deadwood of ``hand``: the value of the cards left out of the best melds.
+
+    >>> from server.engine.cards import parse_cards
+    >>> gin = tuple(min(face % 13 + 1, 10) for face in range(52)) + (0,)
+    >>> deadwood(parse_cards("7H 8H 9H 9C KS"), MeldRules(), gin)  # 9C and KS left over
+    19
+
+    Raises:
+        ValueError: ``values`` is not 53 non-negative values, or the hand repeats a card.
+    """
+    context = _context(rules, values)
+    cards = hand if type(hand) is tuple else tuple(hand)
+    fast = _fast_mask(cards, context.values)
+    if fast is None:
+        return _general_deadwood(context, _Hand(cards))
+    mask, total = fast
+    core = context.tables.core(mask)
+    return total - context.melded(core) if core else total
+
+
+def best_melds(
+    hand: Iterable[Card], rules: MeldRules, values: Sequence[int]
+) -> tuple[tuple[Meld, ...], int]:
+    """The melds of a partition of ``hand`` with the least deadwood, and that deadwood.
+
+    Each meld is a ``Meld`` as ``check_meld`` builds it (canonical order, jokers declared); the
+    melds are sorted by ``(cards, faces)``. Ties go by the rule in the module docstring.
+
+    Raises:
+        ValueError: ``values`` is not 53 non-negative values, or the hand repeats a card.
+    """
+    context = _context(rules, values)
+    cards = tuple(hand)
+    fast = _fast_mask(cards, context.values)
+    if fast is not None:
+        mask, total = fast
+        rest = context.tables.core(mask)
+        best = context.melded(rest) if rest else 0
+        card_of = {card_face(card): card for card in cards}
+        melds: list[Meld] = []
+        while rest:
+            low = rest & -rest
+            for meld, value in context.by_lowest[low.bit_length() - 1]:
+                left = rest ^ meld
+                if meld & rest == meld and value + (context.melded(left) if left else 0) == best:
+                    melds.append(check_meld([card_of[face] for face in _bits(meld)], rules))
+                    best -= value
+                    rest = left
+                    break
+            else:
+                rest ^= low
+        return _sorted_melds(melds), total - sum(
+            context.values[face] for meld in melds for face in meld.faces
+        )
+    general = _Hand(cards)
+    search, layers, base = _general_search(context, general)
+    choices = search.choices(layers)
+    melds = _build_melds(choices, general, rules, context.tables.ace)
+    return _sorted_melds(melds), base + search.solve(layers, search.jokers, 0)
+
+
+def discard_deadwoods(
+    hand: Iterable[Card], rules: MeldRules, values: Sequence[int]
+) -> dict[Card, int]:
+    """For each card of ``hand`` (in card order), the least deadwood left after discarding it.
+
+    Raises:
+        ValueError: ``values`` is not 53 non-negative values, or the hand repeats a card.
+    """
+    context = _context(rules, values)
+    cards = tuple(sorted(hand))
+    fast = _fast_mask(cards, context.values)
+    if fast is not None:
+        mask, total = fast
+        tables = context.tables
+        core = tables.core(mask)
+        least = total - context.melded(core) if core else total
+        result: dict[Card, int] = {}
+        for card in cards:
+            face = card & _FACE_MASK
+            bit = 1 << face
+            if core & bit:
+                rest = tables.core(mask ^ bit)
+                after = total - context.values[face]
+                result[card] = after - context.melded(rest) if rest else after
+            else:
+                result[card] = least - context.values[face]
+        return result
+    general = _Hand(cards)
+    by_face: dict[Face, int] = {}
+    searches: dict[int, _Search] = {}
+    for face in {card_face(card) for card in cards}:
+        jokers = len(general.jokers) - (face == JOKER)
+        search = searches.get(jokers)
+        if search is None:
+            search = searches[jokers] = _Search(context, jokers)
+        layers = general.layers if face == JOKER else _remove(general.layers, 1 << face)
+        by_face[face] = search.solve(layers, jokers, 0)
+    return {card: by_face[card_face(card)] for card in cards}
+
+
+def best_discard(
+    hand: Iterable[Card],
+    rules: MeldRules,
+    values: Sequence[int],
+    forbidden: frozenset[Card] = frozenset(),
+) -> tuple[Card, int]:
+    """The discard that leaves the least deadwood, among cards not in ``forbidden``; and that
+    deadwood (the exhaustive minimum over the allowed discards). Ties go to the lowest card.
+
+    >>> from server.engine.cards import format_card, parse_cards
+    >>> gin = tuple(min(face % 13 + 1, 10) for face in range(52)) + (0,)
+    >>> hand = parse_cards("6S 3C 4H 2H 5H 4C 6C 3S 6H 5S 5C")
+    >>> card, left = best_discard(hand, MeldRules(), gin)
+    >>> format_card(card), left
+    ('6S', 10)
+
+    Raises:
+        ValueError: no card may be discarded, ``values`` is not 53 non-negative values, or the
+            hand repeats a card.
+    """
+    best: tuple[int, Card] | None = None
+    for card, left in discard_deadwoods(hand, rules, values).items():
+        if card not in forbidden and (best is None or left < best[0]):
+            best = (left, card)
+    if best is None:
+        raise ValueError("no card of the hand may be discarded")
+    return best[1], best[0]
+
+
+def layoff_targets(
+    hand: Iterable[Card], table_melds: Sequence[Meld], rules: MeldRules
+) -> list[tuple[Card, int, Face]]:
+    """Every single lay-off legal now: ``(card, index of the table meld, face it stands for)``.
+
+    A natural card stands for its own face; a joker for any face the meld accepts. Sorted.
+    """
+    cards = tuple(hand)
+    targets: list[tuple[Card, int, Face]] = []
+    for index, meld in enumerate(table_melds):
+        faces = layoff_faces(meld, rules)
+        if not faces:
+            continue
+        for card in cards:
+            if is_joker(card):
+                targets.extend((card, index, face) for face in faces)
+            elif card_face(card) in faces:
+                targets.append((card, index, card_face(card)))
+    targets.sort()
+    return targets
+
+
+def best_layoff_deadwood(
+    hand: Iterable[Card], melds: Sequence[Meld], rules: MeldRules, values: Sequence[int]
+) -> tuple[int, tuple[Card, ...]]:
+    """The defender's least deadwood when he may lay off on ``melds``; and the cards laid off.
+
+    The defender forms his own melds from ``hand`` and lays off any of the cards left over on
+    the table melds, one after another (so 8H then 9H on 5H-6H-7H). A card in one of his own
+    melds is not laid off. Every partition of the hand is considered, so this is exact but
+    slower than ``deadwood``; it is meant for the end of a Gin Rummy hand. The cards laid off
+    are sorted; among equal deadwoods the first found in a fixed order is returned.
+
+    Raises:
+        ValueError: ``values`` is not 53 non-negative values, or the hand repeats a card.
+    """
+    context = _context(rules, values)
+    general = _Hand(tuple(hand))
+    table = tuple(melds)
+    reach = _layoff_reach(table, rules)
+    joker_reach = bool(reach & 1 << JOKER)
+    search = _Search(context, len(general.jokers))
+    memo: dict[_State, dict[_Leftover, int]] = {}
+    leftovers = _leftovers(search, general.layers, search.jokers, 0, reach, memo)
+    best: tuple[int, tuple[Card, ...]] | None = None
+    cache: dict[tuple[tuple[Card, ...], tuple[Meld, ...]], tuple[int, tuple[Card, ...]]] = {}
+    for (leftover, low_jokers, high_jokers), unreachable in sorted(
+        leftovers.items(), key=lambda item: (item[1], item[0])
+    ):
+        free_cards = {face: list(cards) for face, cards in general.by_face.items()}
+        naturals = [free_cards[face].pop() for layer in leftover for face in _bits(layer)]
+        natural_value = unreachable + sum(context.values[card_face(card)] for card in naturals)
+        for joker_count in range(low_jokers, high_jokers + 1):
+            joker_value = context.joker_value * joker_count
+            floor = unreachable + (0 if joker_reach else joker_value)
+            if best is not None and floor >= best[0]:
+                continue
+            jokers = general.jokers[len(general.jokers) - joker_count :] if joker_reach else []
+            candidates = tuple(sorted([*naturals, *jokers]))
+            saved, laid = _best_layoffs(candidates, table, rules, context.values, cache)
+            left = natural_value + joker_value - saved
+            if best is None or left < best[0]:
+                best = (left, tuple(sorted(laid)))
+    assert best is not None  # leaving every card over is always a partition
+    return best
+
+
+def _layoff_reach(melds: Sequence[Meld], rules: MeldRules) -> int:
+    """Faces (bit 52 for jokers) that could ever be laid off on ``melds`` by chaining."""
+    reach = 0
+    for meld in melds:
+        faces = layoff_faces(meld, rules)
+        if not faces:
+            continue
+        reach |= 1 << JOKER
+        if meld.kind is MeldKind.SET:
+            for face in faces:
+                reach |= 1 << face
+        else:
+            reach |= _SUIT_MASK << (meld.faces[0] // 13 * 13)
+    return reach
+
+
+_Leftover = tuple[tuple[int, ...], int, int]
+"""Cards left over that might be laid off (as layers), least and most jokers left over."""
+
+
+def _leftovers(
+    search: _Search,
+    layers: tuple[int, ...],
+    budget: int,
+    capacity: int,
+    reach: int,
+    memo: dict[_State, dict[_Leftover, int]],
+) -> dict[_Leftover, int]:
+    """Every way to form own melds from this state on, by what it leaves that might be laid
+    off; for each, the least value of the cards left over that cannot be laid off.
+    """
+    key = (layers, budget, capacity)
+    found = memo.get(key)
+    if found is not None:
+        return found
+    jokers = search.jokers
+    if not layers[0]:
+        return {((0,), max(0, jokers - capacity), budget): 0}
+    low = layers[0] & -layers[0]
+    result: dict[_Leftover, int] = {}
+    child = _leftovers(search, _remove(layers, low), budget, capacity, reach, memo)
+    if reach & low:
+        for (leftover, low_jokers, high_jokers), unreachable in child.items():
+            _keep_least(result, (_add(leftover, low), low_jokers, high_jokers), unreachable)
+    else:
+        value = search.context.values[low.bit_length() - 1]
+        for leftover_key, unreachable in child.items():
+            _keep_least(result, leftover_key, unreachable + value)
+    for faces, gaps, room in search.options(layers, budget):
+        after = (_remove(layers, faces), budget - gaps, min(jokers, capacity + room))
+        for leftover_key, unreachable in _leftovers(search, *after, reach, memo).items():
+            _keep_least(result, leftover_key, unreachable)
+    memo[key] = result
+    return result
+
+
+def _keep_least(result: dict[_Leftover, int], key: _Leftover, value: int) -> None:
+    known = result.get(key)
+    if known is None or value < known:
+        result[key] = value
+
+
+def _add(layers: tuple[int, ...], bit: int) -> tuple[int, ...]:
+    """``layers`` with one more copy of the face ``bit``."""
+    result = list(layers)
+    for index, layer in enumerate(result):
+        if not layer & bit:
+            result[index] = layer | bit
+            return tuple(result)
+    result.append(bit)
+    return tuple(result)
+
+
+def _best_layoffs(
+    cards: tuple[Card, ...],
+    melds: tuple[Meld, ...],
+    rules: MeldRules,
+    values: Sequence[int],
+    cache: dict[tuple[tuple[Card, ...], tuple[Meld, ...]], tuple[int, tuple[Card, ...]]],
+) -> tuple[int, tuple[Card, ...]]:
+    """Most value of ``cards`` that can be laid off on ``melds`` in some order; those cards."""
+    key = (cards, melds)
+    found = cache.get(key)
+    if found is not None:
+        return found
+    best: tuple[int, tuple[Card, ...]] = (0, ())
+    tried: set[Face] = set()
+    for index, card in enumerate(cards):
+        face = card_face(card)
+        if face in tried:
+            continue
+        tried.add(face)
+        rest = cards[:index] + cards[index + 1 :]
+        for meld_index, meld in enumerate(melds):
+            for target in layoff_faces(meld, rules):
+                if face != JOKER and target != face:
+                    continue
+                extended = with_layoff(meld, card, target, rules)
+                table = (*melds[:meld_index], extended, *melds[meld_index + 1 :])
+                saved, laid = _best_layoffs(rest, table, rules, values, cache)
+                saved += values[face]
+                if saved > best[0]:
+                    best = (saved, (card, *laid))
+    cache[key] = best
+    return best
