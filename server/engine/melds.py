@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 import functools
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from server.engine.cards import (
@@ -117,19 +117,32 @@ def _run_faces(suit: int, first: int, length: int) -> tuple[Face, ...]:
     return tuple(make_face(_position_rank(first + i), suit) for i in range(length))
 
 
-@functools.cache
-def _all_windows(ace: AceMode) -> tuple[tuple[tuple[Face, ...], int], ...]:
-    """Every possible run (faces in order) under ``ace``, with the bit mask of its faces."""
-    windows = []
+def _candidate_windows(
+    held: Iterable[Face], ace: AceMode, max_jokers: int, min_natural: int
+) -> Iterator[tuple[Face, ...]]:
+    """Runs (faces in order) with at least ``min_natural`` held faces and at most
+    ``max_jokers`` gaps: grown from each start until the gaps run out."""
+    held_set = set(held)
+    positions = _position_count(ace)
     for suit in range(4):
-        for length in range(3, MAX_RUN + 1):
-            for first in _run_windows(ace, length):
-                faces = _run_faces(suit, first, length)
-                mask = 0
-                for face in faces:
-                    mask |= 1 << face
-                windows.append((faces, mask))
-    return tuple(windows)
+        if sum(1 for face in held_set if face_suit(face) == suit) < min_natural:
+            continue
+        for first in range(1, positions + 1):
+            faces: list[Face] = []
+            present = missing = 0
+            for position in range(first, first + MAX_RUN):
+                if ace is not AceMode.AROUND and position > positions:
+                    break
+                face = make_face(_position_rank(position), suit)
+                if face in held_set:
+                    present += 1
+                else:
+                    missing += 1
+                    if missing > max_jokers:
+                        break
+                faces.append(face)
+                if len(faces) >= 3 and present >= min_natural:
+                    yield tuple(faces)
 
 
 def _check_naturals(cards: Sequence[Card], faces: Sequence[Face], rules: MeldRules) -> None:
@@ -340,14 +353,8 @@ def enumerate_melds(
                         for naturals in itertools.product(*(groups[f] for f in natural_faces)):
                             add(naturals, natural_faces, fill)
     # Runs: a window is a candidate when the jokers can fill what the hand lacks.
-    held = 0
-    for face in groups:
-        held |= 1 << face
-    for window, mask in _all_windows(rules.ace):
-        present_count = (held & mask).bit_count()
+    for window in _candidate_windows(groups.keys(), rules.ace, max_jokers, min_natural):
         length = len(window)
-        if present_count < min_natural or length - present_count > max_jokers:
-            continue
         present = [face for face in window if face in groups]
         for natural_count in range(min_natural, len(present) + 1):
             joker_count = length - natural_count
@@ -360,6 +367,7 @@ def enumerate_melds(
     return [result[key] for key in sorted(result)]
 
 
+@functools.lru_cache(maxsize=8192)
 def layoff_faces(meld: Meld, rules: MeldRules) -> tuple[Face, ...]:
     """The faces a card could stand for when laid off on ``meld`` (sorted)."""
     if meld.kind is MeldKind.SET:
