@@ -138,6 +138,7 @@ def _command_demo(args: argparse.Namespace) -> int:
     policy = GreedyPolicy()
     state = new_game(rules)
     print(f"{rules.preset} with {args.players} greedy bots (seed {args.seed})")
+
     def choose(state: State, seat: int) -> Command:
         return policy.choose(rules, view(state, seat), legal_actions(state, seat), rng)
 

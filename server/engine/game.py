@@ -562,7 +562,9 @@ def _swap_actions(state: State, seat: int) -> list[Command]:
                 actions.update(
                     SwapJoker(card=card, target=target)
                     for card in hand
-                    if not is_joker(card) and card_face(card) == face
+                    if not is_joker(card)
+                    and card_face(card) == face
+                    and _remaining_ok(state, seat, (*_without(hand, (card,)), placed))
                 )
     return list(actions)
 
@@ -892,6 +894,11 @@ def _decide_swap(state: State, seat: int, card: Card, target: int) -> tuple[Even
     )
     _held(state, seat, (card,))
     _, joker = with_swap(_table_meld(state, target).meld, card)
+    if not _remaining_ok(state, seat, (*_without(state.hands[seat], (card,)), joker)):
+        raise IllegalMoveError(
+            "that would leave only the card taken from the pile, which may not be discarded",
+            "rules/no_discard_left",
+        )
     return (SwappedJoker(seat=seat, card=card, target=target, joker=joker),)
 
 
