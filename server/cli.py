@@ -24,6 +24,7 @@ from server.engine import (
     State,
     advance,
     evolve,
+    find_variant,
     format_cards,
     is_over,
     legal_actions,
@@ -132,12 +133,16 @@ def _command_simulate(args: argparse.Namespace) -> int:
 def _command_demo(args: argparse.Namespace) -> int:
     from bots.policies import GreedyPolicy
 
-    rules = make_rules(args.variant, _parse_options(args.option), args.players)
-    names = [f"bot{seat + 1}" for seat in range(args.players)]
+    players = args.players
+    if players is None:
+        preset = find_variant(args.variant)
+        players = max(preset.min_players, min(3, preset.max_players))
+    rules = make_rules(args.variant, _parse_options(args.option), players)
+    names = [f"bot{seat + 1}" for seat in range(players)]
     rng = random.Random(args.seed)
     policy = GreedyPolicy()
     state = new_game(rules)
-    print(f"{rules.preset} with {args.players} greedy bots (seed {args.seed})")
+    print(f"{rules.preset} with {players} greedy bots (seed {args.seed})")
 
     def choose(state: State, seat: int) -> Command:
         return policy.choose(rules, view(state, seat), legal_actions(state, seat), rng)
@@ -181,7 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="watch bots play a game, move by move")
     demo.add_argument("--variant", default="basic")
-    demo.add_argument("--players", type=int, default=3)
+    demo.add_argument(
+        "--players", type=int, default=None, help="default: 3, or what the variant allows"
+    )
     demo.add_argument("--seed", default="demo")
     demo.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
     demo.add_argument(

@@ -5,19 +5,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from server.engine import (
+    ClaimAnswered,
+    Claimed,
+    ClaimWindowClosed,
+    ClaimWindowOpened,
     Dealt,
     Declined,
     Discarded,
     Drew,
     Event,
+    Floated,
     GameEnded,
     HandEnded,
+    Knocked,
     LaidOff,
     Melded,
     MeldSpec,
     StockRebuilt,
     SwappedJoker,
     TookDiscard,
+    UpcardPassed,
     format_card,
     format_cards,
     format_face,
@@ -31,6 +38,14 @@ _REASONS = {
     "out": "went out",
     "idle_cap": "no one went out (safety cap: too many turns without a lay-down)",
     "stock_exhausted": "no one went out (stock exhausted)",
+    "wall": "the hand is void (the stock reached the wall)",
+    "tie": "a tie: no one scores",
+}
+_KNOCK_REASONS = {
+    "knock": "wins the knock",
+    "gin": "goes gin",
+    "big_gin": "goes big gin",
+    "undercut": "undercuts the knocker",
 }
 
 
@@ -74,12 +89,31 @@ def describe_event(event: Event, names: Sequence[str] | None = None) -> str:
             return f"the discard pile is {how} a new stock of {len(order)} cards"
         case Declined(seat=seat):
             return f"{who(seat)} declines the upcard with the stock exhausted"
+        case UpcardPassed(seat=seat):
+            return f"{who(seat)} passes the first upcard"
+        case Knocked(seat=seat, card=card, melds=melds, deadwood=deadwood):
+            discard = "without a discard" if card < 0 else f"discarding {format_card(card)}"
+            shown = ", ".join(f"[{describe_spec(spec)}]" for spec in melds) or "no melds"
+            return f"{who(seat)} knocks {discard}: {shown}, {deadwood} unmatched"
+        case Floated(seat=seat):
+            return f"{who(seat)} has laid down his last card and floats"
+        case ClaimWindowOpened(kind=kind, seats=seats):
+            call = '"Rummy!"' if kind == "rummy" else "bussare"
+            return f"{call} may be called by {', '.join(who(seat) for seat in seats)}"
+        case ClaimAnswered(seat=seat, count=count):
+            return f"{who(seat)} {'claims' if count else 'passes'}"
+        case Claimed(seat=seat, cards=cards, stock_cards=stock_cards):
+            extra = f" and {len(stock_cards)} stock cards" if stock_cards else ""
+            return f"{who(seat)} takes {format_cards(cards)} from the pile{extra}"
+        case ClaimWindowClosed():
+            return "no one claims"
         case HandEnded(hand=hand, winner=winner, reason=reason, rummy=rummy, points=points):
-            head = (
-                f"{who(winner)} {_REASONS['out']}" + (" (rummy!)" if rummy else "")
-                if winner >= 0
-                else _REASONS.get(reason, reason)
-            )
+            if winner < 0:
+                head = _REASONS.get(reason, reason)
+            elif reason in _KNOCK_REASONS:
+                head = f"{who(winner)} {_KNOCK_REASONS[reason]}"
+            else:
+                head = f"{who(winner)} {_REASONS['out']}" + (" (rummy!)" if rummy else "")
             scored = ", ".join(f"{who(seat)} {point}" for seat, point in enumerate(points))
             return f"hand {hand} over: {head}; points: {scored}"
         case GameEnded(winners=winners, totals=totals):

@@ -9,6 +9,7 @@ from server.engine import (
     Command,
     Discard,
     DrawStock,
+    Knock,
     LayOff,
     Meld,
     Pass,
@@ -21,6 +22,7 @@ from server.engine import (
 )
 from server.engine.cards import face_rank, face_suit
 from server.engine.melds import enumerate_melds
+from server.engine.solver import deadwood
 
 __all__ = ["GreedyPolicy"]
 
@@ -60,7 +62,10 @@ class GreedyPolicy:
                 return action
         if any(isinstance(action, DrawStock | TakeDiscard | Pass) for action in actions):
             return self._draw(rules, seen, actions)
+        knocks = [action for action in actions if isinstance(action, Knock)]
         discards = [action for action in actions if isinstance(action, Discard)]
+        if knocks and (not discards or self._worth_knocking(rules, seen, knocks)):
+            return min(knocks, key=lambda knock: self._after_discard(rules, seen, knock.card))
         hand = seen.hand
         values = rules.values
 
@@ -69,6 +74,17 @@ class GreedyPolicy:
             return (values[card_face(card)] - 4 * _usefulness(card, hand), card)
 
         return max(discards, key=badness)
+
+    @staticmethod
+    def _after_discard(rules: Rules, seen: View, card: int) -> int:
+        hand = [held for held in seen.hand if held != card]
+        return deadwood(hand, rules.meld_rules, rules.values)
+
+    def _worth_knocking(self, rules: Rules, seen: View, knocks: Sequence[Knock]) -> bool:
+        """Gin: knock whenever allowed; Knock Rummy: once at most 5 points stay unmatched."""
+        if rules.knocking == "gin":
+            return True
+        return min(self._after_discard(rules, seen, knock.card) for knock in knocks) <= 5
 
     @staticmethod
     def _draw(rules: Rules, seen: View, actions: Sequence[Command]) -> Command:

@@ -32,6 +32,8 @@ __all__ = [
     "Floated",
     "GameEnded",
     "HandEnded",
+    "Knock",
+    "Knocked",
     "LaidOff",
     "LayOff",
     "Meld",
@@ -43,6 +45,7 @@ __all__ = [
     "SwappedJoker",
     "TakeDiscard",
     "TookDiscard",
+    "UpcardPassed",
     "describe_command",
 ]
 
@@ -108,7 +111,21 @@ class Claim(msgspec.Struct, frozen=True, tag="claim"):
     count: int = 1
 
 
-Command: TypeAlias = DrawStock | TakeDiscard | Meld | LayOff | SwapJoker | Discard | Pass | Claim
+class Knock(msgspec.Struct, frozen=True, tag="knock"):
+    """Discard ``card`` and knock, ending the hand (Knock Rummy, Gin Rummy).
+
+    ``card`` is -1 for big gin (all eleven cards melded, no discard). ``melds`` may give the
+    arrangement the knocker lays out; empty lets the engine lay out the one with the least
+    deadwood.
+    """
+
+    card: Card
+    melds: tuple[MeldSpec, ...] = ()
+
+
+Command: TypeAlias = (
+    DrawStock | TakeDiscard | Meld | LayOff | SwapJoker | Discard | Pass | Claim | Knock
+)
 
 # Events ----------------------------------------------------------------------------------------
 
@@ -186,6 +203,22 @@ class Declined(msgspec.Struct, frozen=True, tag="declined"):
     seat: int
 
 
+class UpcardPassed(msgspec.Struct, frozen=True, tag="upcard_passed"):
+    """``seat`` declined the first upcard (Gin Rummy)."""
+
+    seat: int
+
+
+class Knocked(msgspec.Struct, frozen=True, tag="knocked"):
+    """``seat`` discarded ``card`` (-1: none, big gin) and knocked, showing ``melds`` and
+    ``deadwood`` unmatched points."""
+
+    seat: int
+    card: Card
+    melds: tuple[MeldSpec, ...]
+    deadwood: int
+
+
 class Floated(msgspec.Struct, frozen=True, tag="floated"):
     """``seat`` laid down his last cards without a discard and floats: the hand goes on."""
 
@@ -239,6 +272,10 @@ class HandEnded(msgspec.Struct, frozen=True, tag="hand_ended"):
     totals: tuple[str, ...]
     eliminated: tuple[int, ...] = ()
     """Seats whose total went past the target (Ramino); they leave the game."""
+    shown: tuple[tuple[MeldSpec, ...], ...] = ()
+    """Knock and Gin Rummy: the melds each seat showed (``counts`` are then unmatched points)."""
+    laid_off: tuple[Card, ...] = ()
+    """Gin Rummy: the cards the defender laid off on the knocker's melds."""
 
 
 class GameEnded(msgspec.Struct, frozen=True, tag="game_ended"):
@@ -258,6 +295,8 @@ Event: TypeAlias = (
     | Discarded
     | StockRebuilt
     | Declined
+    | UpcardPassed
+    | Knocked
     | Floated
     | ClaimWindowOpened
     | ClaimAnswered
@@ -295,6 +334,8 @@ def describe_command(command: Command) -> str:
             return "pass"
         case Claim(count=count):
             return "claim the upcard" if count == 1 else f"claim {count} cards from the pile"
+        case Knock(card=card):
+            return "knock (big gin)" if card < 0 else f"knock, discarding {format_card(card)}"
     raise AssertionError(f"unknown command {command!r}")  # pragma: no cover
 
 

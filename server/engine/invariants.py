@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 
-from server.engine.actions import Event, HandEnded
+from server.engine.actions import Event, HandEnded, Knocked
 from server.engine.cards import Card, format_cards, make_deck
 from server.engine.game import Phase, State
 from server.engine.views import HIDDEN, redact, view, visible_cards
@@ -79,9 +79,10 @@ def check_event_secrecy(before: State, event: Event, after: State) -> list[str]:
     """No redacted event shows a viewer a card hidden from him both before and after it.
 
     A card may show when the viewer could see it before (a discard taken from the pile) or
-    after (his own draw). The end of a hand reveals every hand, so ``HandEnded`` is exempt.
+    after (his own draw). The end of a hand reveals every hand, so ``HandEnded`` and ``Knocked``
+    (which ends the hand at once) are exempt.
     """
-    if isinstance(event, HandEnded):
+    if isinstance(event, HandEnded | Knocked):
         return []
     rules = before.rules
     pack = frozenset(make_deck(rules.decks, rules.jokers))

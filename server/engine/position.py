@@ -12,8 +12,9 @@ real use)::
     ramino1 basic:going_rummy=plus10 3 play hand=2 dealer=1 turn=2 scores=0,25/2,3 active=111
     hands=7H.8H.9H.QS/AS.2S/KD stock=... pile=3C.TH melds=0:7C.0:8C.0:9C|1:JK=7D.1:7S.2:7H
     taken=TH required=- melded=110 laid_before=100 melds_this_turn=0 laid_this_turn=no
-    reuses=0 idle_turns=0 resume=- claim=- winners=- last_result=hand:1;winner:0;reason:out;
-    rummy:no;hands:-/3C.4D/9S;counts:0,7,9;points:16,0,0;totals:16,0,0;eliminated:-
+    reuses=0 idle_turns=0 resume=- claim=- upcard_passes=0 knock_limit=10 must_knock=no
+    hands_won=0,0,0 winners=- last_result=hand:1;winner:0;reason:out;rummy:no;hands:-/3C.4D/9S;
+    counts:0,7,9;points:16,0,0;totals:16,0,0;eliminated:-;shown:-;laid_off:-
 
 ======================  =====================================================================
 field                   meaning
@@ -23,7 +24,8 @@ variant                 preset name, then ``:`` and the options the table set, `
                         joined by ``,`` in the text form ``parse_option_value`` reads
                         (``basic``, ``basic:going_rummy=plus10,max_stock_reuses=unlimited``)
 players                 number of seats
-phase                   ``deal``, ``draw``, ``play``, ``claim`` or ``game_over``
+phase                   ``deal``, ``first_upcard``, ``draw``, ``play``, ``claim`` or
+                        ``game_over``
 ``hand=``               hands dealt so far (0 before the first deal)
 ``dealer=``             the dealer's seat, ``-`` before the first deal
 ``turn=``               the seat to move, ``-`` when no one is
@@ -48,27 +50,48 @@ phase                   ``deal``, ``draw``, ``play``, ``claim`` or ``game_over``
 ``claim=``              the open claim window, or ``-``: ``kind:K;seats:S;answers:A;depths:D``
                         (seats in priority order; one answer per seat: ``0`` waiting, ``-1``
                         passed, n claimed n cards; the pile depths that may be claimed)
+``upcard_passes=``      seats that declined the first upcard (Gin Rummy; at 2 the non-dealer
+                        must draw from the stock)
+``knock_limit=``        the most deadwood a knock may leave this hand (Gin Rummy; Oklahoma
+                        sets it from the first upcard); ``-`` before the first deal
+``must_knock=``         ``yes``/``no``: the upcard was taken at the wall, so the turn must end
+                        with a knock (Gin Rummy)
+``hands_won=``          hands each seat has won, joined by ``,`` (Gin Rummy's boxes)
 ``winners=``            the seats that won the game, joined by ``,``
 ``last_result=``        the previous hand's ``HandEnded``, or ``-``:
                         ``hand:N;winner:S;reason:R;rummy:yes|no;hands:H;counts:C;points:P;``
-                        ``totals:T;eliminated:E`` (``winner:-`` when no one went out; hands as
-                        in ``hands=``; the others joined by ``,``; the ``eliminated`` part may
-                        be left out when no one was eliminated)
+                        ``totals:T;eliminated:E;shown:M;laid_off:L`` (``winner:-`` when no
+                        one won the hand: no one went out, a Gin Rummy tie, a hand void at the
+                        wall; hands as in ``hands=``; ``shown``: after a knock, each seat's
+                        melds as shown, seats joined by ``/``, melds by ``|``, cards by ``.``,
+                        a joker with its declared face (``JK=7C``), ``-`` for a seat with no
+                        meld, and ``shown:-`` when the hand did not end by a knock;
+                        ``laid_off``: cards laid off on the knocker's melds, joined by ``.``;
+                        the others joined by ``,``; the parts ``eliminated``, ``shown`` and
+                        ``laid_off`` may each be left out when empty)
 ======================  =====================================================================
 
 Cards are in the project's notation (``7H``, ``TD``, ``JK``, second copies ``7H2``); input is
 case-insensitive and accepts ``10`` for ``T``. The fields from ``taken=`` on may be left out
 (any of them; the others keep their order); they then take the values of a fresh turn (nothing
-taken, no required card, flags off, counters 0, no claim window, no winners, no previous result).
-``to_position`` always writes every field.
+taken, no required card, flags off, counters 0, no claim window, no hands won, no winners, no
+previous result), and ``knock_limit=`` is ``-`` before the first deal (``hand=0``), else the
+table's ``knock_limit`` option (10 unless set; write it for an Oklahoma hand). ``to_position``
+always writes every field. Positions written before the Knock and Gin Rummy fields existed
+therefore still read as before, and the version stays ``ramino1``.
 
-Reading normalises two things the engine keeps canonical: hands are sorted and each meld's cards
-are put in the order ``check_meld`` gives (runs ascending, sets by suit). It refuses, with a
+Reading normalises two things the engine keeps canonical: hands are sorted and the cards of each
+meld (on the table or shown at a knock) are put in the order ``check_meld`` gives (runs
+ascending, sets by suit). It refuses, with a
 ``NotationError`` coded ``notation/bad_position`` naming the field and the value, anything that
 does not parse and any inconsistent position: a list with the wrong number of seats, a seat out
 of range, a card outside the variant's pack or written twice, a pack only partly placed (all of
 it must be somewhere once the first hand is dealt), an invalid meld, a taken card that is
-nowhere on the table or in a hand, claim answers that do not match the claim seats.
+nowhere on the table or in a hand, claim answers that do not match the claim seats, more upcard
+passes than seats, a knock limit before the first deal or ``-`` after it, a shown meld that is
+not valid or holds a card that is not in that seat's hand of ``last_result`` (or is shown
+twice), laid-off cards without shown melds, or a laid-off card in no hand of ``last_result`` or
+in a shown meld.
 """
 
 from __future__ import annotations
@@ -77,7 +100,7 @@ import re
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
-from server.engine.actions import HandEnded
+from server.engine.actions import HandEnded, MeldSpec
 from server.engine.cards import (
     Card,
     Face,
@@ -131,6 +154,10 @@ _LABELLED_FIELDS: tuple[tuple[str, bool], ...] = (
     ("idle_turns", True),
     ("resume", True),
     ("claim", True),
+    ("upcard_passes", True),
+    ("knock_limit", True),
+    ("must_knock", True),
+    ("hands_won", True),
     ("winners", True),
     ("last_result", True),
 )
@@ -146,8 +173,13 @@ _RESULT_PARTS = (
     "points",
     "totals",
     "eliminated",
+    "shown",
+    "laid_off",
 )
-"""The parts of ``last_result=`` in their order; the last may be left out."""
+"""The parts of ``last_result=`` in their order."""
+
+_OPTIONAL_RESULT_PARTS = frozenset({"eliminated", "shown", "laid_off"})
+"""The parts of ``last_result=`` that may be left out (the others keep their order)."""
 
 _CLAIM_PARTS = ("kind", "seats", "answers", "depths")
 """The parts of ``claim=`` in their order."""
@@ -160,6 +192,7 @@ _AMOUNT = re.compile(r"^-?[0-9]+(?:/[0-9]+)?$")
 _WORD = re.compile(r"^[a-z0-9_]+$")
 _BITS = re.compile(r"^[01]+$")
 _PLACED = re.compile(r"^([0-9]+):([^=]+)(?:=(.*))?$")
+_SHOWN = re.compile(r"^([^=]+)(?:=(.*))?$")
 
 
 # Writing ---------------------------------------------------------------------------------------
@@ -207,6 +240,10 @@ def to_position(state: State) -> str:
         f"idle_turns={state.idle_turns}",
         f"resume={_format_seat(state.resume)}",
         f"claim={_format_claim(state)}",
+        f"upcard_passes={state.upcard_passes}",
+        f"knock_limit={_format_seat(state.knock_limit)}",
+        f"must_knock={_format_yes_no(state.must_knock)}",
+        f"hands_won={_format_numbers(state.hands_won)}",
         f"winners={_format_seats(state.winners)}",
         f"last_result={_format_result(state.last_result)}",
     ]
@@ -271,11 +308,16 @@ def _format_hands(hands: Sequence[Sequence[Card]]) -> str:
     return "/".join(_format_cards(hand) for hand in hands) or _NONE
 
 
-def _format_placed(owner: int, card: Card, face: Face) -> str:
-    shown = format_card(card)
+def _format_declared(card: Card, face: Face) -> str:
+    """A card, with ``=`` and the face it stands for when that is not its own (a joker)."""
+    text = format_card(card)
     if is_joker(card) or card_face(card) != face:
-        shown = f"{shown}={format_face(face)}"
-    return f"{owner}:{shown}"
+        text = f"{text}={format_face(face)}"
+    return text
+
+
+def _format_placed(owner: int, card: Card, face: Face) -> str:
+    return f"{owner}:{_format_declared(card, face)}"
 
 
 def _format_melds(melds: Sequence[TableMeld]) -> str:
@@ -288,6 +330,24 @@ def _format_melds(melds: Sequence[TableMeld]) -> str:
                 )
             )
             for table_meld in melds
+        )
+        or _NONE
+    )
+
+
+def _format_shown(shown: Sequence[Sequence[MeldSpec]]) -> str:
+    """Per seat (joined by ``/``) the melds shown (joined by ``|``); ``-`` for none."""
+    return (
+        "/".join(
+            "|".join(
+                ".".join(
+                    _format_declared(card, face)
+                    for card, face in zip(spec.cards, spec.faces, strict=True)
+                )
+                for spec in melds
+            )
+            or _NONE
+            for melds in shown
         )
         or _NONE
     )
@@ -311,6 +371,8 @@ def _format_result(result: HandEnded | None) -> str:
         _format_amounts(result.points),
         _format_amounts(result.totals),
         _format_seats(result.eliminated),
+        _format_shown(result.shown),
+        _format_cards(result.laid_off),
     )
     return _format_parts(_RESULT_PARTS, parts)
 
@@ -530,22 +592,35 @@ def _parse_numbers(field: str, text: str, pattern: re.Pattern[str]) -> tuple[int
     return tuple(int(item) for item in items)
 
 
-def _parse_parts(field: str, text: str, names: Sequence[str], optional: int = 0) -> dict[str, str]:
+def _parse_parts(
+    field: str, text: str, names: Sequence[str], optional: frozenset[str] = frozenset()
+) -> dict[str, str]:
     """Split ``name:value;name:value`` parts given in the order of ``names``.
 
-    The last ``optional`` parts may be left out; they are then missing from the result.
+    The parts named in ``optional`` may be left out; they are then missing from the result.
     """
     items = text.split(";")
-    if not len(names) - optional <= len(items) <= len(names):
-        raise _bad(field, text, f"expected the parts {';'.join(f'{name}:' for name in names)}")
+    expected = f"expected the parts {';'.join(f'{name}:' for name in names)}"
     parts: dict[str, str] = {}
-    for name, item in zip(names, items, strict=False):
-        label, colon, value = item.partition(":")
-        if not colon or label != name:
-            raise _bad(field, item, f"expected part {name}:...")
-        if not value:
-            raise _bad(f"{field}.{name}", value, f"empty; write {_NONE!r} for none")
-        parts[name] = value
+    index = 0
+    for name in names:
+        item = items[index] if index < len(items) else None
+        if item is not None:
+            label, colon, value = item.partition(":")
+            if colon and label == name:
+                if not value:
+                    raise _bad(f"{field}.{name}", value, f"empty; write {_NONE!r} for none")
+                parts[name] = value
+                index += 1
+                continue
+        if name not in optional:
+            if item is None:
+                raise _bad(field, text, f"{expected}; part {name}: is missing")
+            raise _bad(field, item, f"expected part {name}:... ({expected})")
+    if index < len(items):
+        raise _bad(
+            field, items[index], f"unexpected part (unknown, repeated or out of order; {expected})"
+        )
     return parts
 
 
@@ -665,7 +740,7 @@ class _Reader:
         text = self.text("last_result", _NONE)
         if text == _NONE:
             return None
-        parts = _parse_parts("last_result", text, _RESULT_PARTS, optional=1)
+        parts = _parse_parts("last_result", text, _RESULT_PARTS, _OPTIONAL_RESULT_PARTS)
         players = self.players
 
         def part(name: str) -> tuple[str, str]:
@@ -680,6 +755,8 @@ class _Reader:
             if card not in self.pack_set or card in seen:
                 raise _bad("last_result.hands", format_card(card), "not in the pack, or twice")
             seen.add(card)
+        shown = self.shown(parts.get("shown", _NONE), hands)
+        laid_off = self.laid_off(parts.get("laid_off", _NONE), hands, shown)
         counts_field, counts_text = part("counts")
         return HandEnded(
             hand=_parse_count(*part("hand")),
@@ -696,6 +773,109 @@ class _Reader:
             eliminated=_parse_seats(
                 "last_result.eliminated", parts.get("eliminated", _NONE), players
             ),
+            shown=shown,
+            laid_off=laid_off,
+        )
+
+    def shown(self, text: str, hands: Sequence[Sequence[Card]]) -> tuple[tuple[MeldSpec, ...], ...]:
+        """``last_result.shown``: each seat's melds shown at a knock, cards from his hand."""
+        field = "last_result.shown"
+        if text == _NONE:
+            return ()
+        shown: list[tuple[MeldSpec, ...]] = []
+        seen: set[Card] = set()
+        for seat, seat_text in enumerate(_parse_list(field, text, "/", self.players)):
+            melds: list[MeldSpec] = []
+            for meld_text in [] if seat_text == _NONE else seat_text.split("|"):
+                spec = self.shown_meld(meld_text)
+                for card in spec.cards:
+                    if card in seen:
+                        raise _bad(field, format_card(card), "shown twice")
+                    if card not in hands[seat]:
+                        raise _bad(
+                            field, format_card(card), f"not in seat {seat}'s last_result.hands"
+                        )
+                    seen.add(card)
+                melds.append(spec)
+            shown.append(tuple(melds))
+        return tuple(shown)
+
+    def shown_meld(self, text: str) -> MeldSpec:
+        """One shown meld: cards joined by ``.``, a joker with its declared face."""
+        field = "last_result.shown"
+        cards: list[Card] = []
+        faces: list[Face] = []
+        for item in text.split("."):
+            match = _SHOWN.match(item)
+            if match is None:
+                raise _bad(field, item, "expected a card, or JK=face for a joker")
+            card_text, face_text = match.groups()
+            card = _parse_card(field, card_text)
+            if face_text is None:
+                if is_joker(card):
+                    raise _bad(field, item, "a joker needs its declared face, as JK=7C")
+                face = card_face(card)
+            else:
+                try:
+                    face = parse_face(face_text)
+                except NotationError as exc:
+                    raise _bad(field, item, "the declared face is not a face") from exc
+            cards.append(card)
+            faces.append(face)
+        try:
+            meld = check_meld(cards, self.rules.meld_rules, faces)
+        except InvalidMeldError as exc:
+            raise _bad(field, text, f"not a valid meld: {exc.message}") from exc
+        return MeldSpec(meld.cards, meld.faces)
+
+    def laid_off(
+        self,
+        text: str,
+        hands: Sequence[Sequence[Card]],
+        shown: Sequence[Sequence[MeldSpec]],
+    ) -> tuple[Card, ...]:
+        """``last_result.laid_off``: cards of a hand, not shown in a meld, after a knock."""
+        field = "last_result.laid_off"
+        laid_off = _parse_cards(field, text)
+        if laid_off and not shown:
+            raise _bad(field, text, "cards laid off, but no melds shown (shown:-)")
+        in_hands = {card for hand in hands for card in hand}
+        in_shown = {card for melds in shown for spec in melds for card in spec.cards}
+        for card in laid_off:
+            if card not in in_hands:
+                raise _bad(field, format_card(card), "not in last_result.hands")
+            if card in in_shown:
+                raise _bad(field, format_card(card), "also shown in a meld")
+        if len(set(laid_off)) != len(laid_off):
+            raise _bad(field, text, "a card is written twice")
+        return laid_off
+
+    def knock_limit(self, hand_number: int) -> int:
+        """The hand's knock limit: ``-`` before the first deal, a number from then on."""
+        text = self.fields.get("knock_limit")
+        if text is None:
+            return -1 if hand_number == 0 else self.rules.knock_limit
+        if text == _NONE:
+            if hand_number > 0:
+                raise _bad("knock_limit", text, "expected a number once a hand has been dealt")
+            return -1
+        if hand_number == 0:
+            raise _bad("knock_limit", text, f"expected {_NONE!r} before the first deal")
+        return _parse_count("knock_limit", text)
+
+    def upcard_passes(self) -> int:
+        passes = self.count("upcard_passes")
+        if passes > self.players:
+            raise _bad(
+                "upcard_passes", self.fields["upcard_passes"], f"more than {self.players} seats"
+            )
+        return passes
+
+    def hands_won(self) -> tuple[int, ...]:
+        text = self.text("hands_won", ",".join("0" * self.players))
+        return tuple(
+            _parse_count("hands_won", item)
+            for item in _parse_list("hands_won", text, ",", self.players)
         )
 
     def required(self) -> Card:
@@ -744,10 +924,11 @@ class _Reader:
         stock = self.stock()
         self.check_pack()
         claim_kind, claim_seats, claim_answers, claim_depths = self.claim()
+        hand_number = _parse_count("hand", fields["hand"])
         return State(
             rules=self.rules,
             phase=phase,
-            hand_number=_parse_count("hand", fields["hand"]),
+            hand_number=hand_number,
             dealer=self.seat("dealer", allow_none=True),
             turn=self.seat("turn", allow_none=True),
             scores=tuple(
@@ -771,6 +952,10 @@ class _Reader:
             claim_seats=claim_seats,
             claim_answers=claim_answers,
             claim_depths=claim_depths,
+            upcard_passes=self.upcard_passes(),
+            knock_limit=self.knock_limit(hand_number),
+            must_knock=_parse_yes_no("must_knock", self.text("must_knock", "no")),
+            hands_won=self.hands_won(),
             winners=_parse_seats("winners", self.text("winners", _NONE), players),
             last_result=self.last_result(),
         )

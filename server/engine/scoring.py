@@ -8,17 +8,20 @@ Modes (``Rules.scoring``): ``winner_collects``, ``penalty`` (with elimination in
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from server.engine.actions import MeldSpec
 from server.engine.cards import Card, card_face, face_rank, is_joker
 from server.engine.melds import Meld, MeldKind
 from server.engine.variants import Rules
 
 if TYPE_CHECKING:
-    from server.engine.game import TableMeld
+    from server.engine.game import State, TableMeld
 
 __all__ = [
+    "KnockResult",
     "format_amount",
     "game_outcome",
     "game_winners",
@@ -26,7 +29,9 @@ __all__ = [
     "meld_points",
     "opening_points",
     "parse_amount",
+    "settle_gin",
     "settle_hand",
+    "settle_knock",
 ]
 
 
@@ -113,6 +118,9 @@ def settle_hand(
     """
     seats = [seat for seat, playing in enumerate(active) if playing]
     points = [Fraction(0)] * len(counts)
+    if rules.scoring in ("gin", "knock"):
+        # Those hands score only through a knock; any other end (the wall) is void.
+        return tuple(points)
     if rules.scoring == "melded_minus_hand":
         for seat in seats:
             points[seat] = Fraction(melded[seat] - counts[seat])
@@ -171,28 +179,159 @@ def game_winners(
 
 
 def game_outcome(
-    rules: Rules, totals: Sequence[Fraction], hands_played: int, active: Sequence[bool]
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """After a hand: the seats eliminated by it, and the game's winners (``()``: it goes on).
+    rules: Rules,
+    totals: Sequence[Fraction],
+    hands_played: int,
+    active: Sequence[bool],
+    hands_won: Sequence[int] = (),
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[Fraction, ...]]:
+    """After a hand: the seats it eliminates, the game's winners (``()``: it goes on) and the
+    final totals (the totals plus Gin Rummy's end-of-game bonuses).
 
     With ``elimination`` a total above ``target`` eliminates; two players: the game ends at the
     first elimination; more: the last player left wins. With ``tie_plays_another_hand`` a tie
     for the best total at the target plays on. Otherwise see ``game_winners``.
     """
+    final = tuple(totals)
     seats = [seat for seat, playing in enumerate(active) if playing]
     if rules.elimination and rules.target is not None:
         out = tuple(seat for seat in seats if totals[seat] > rules.target)
         left = [seat for seat in seats if seat not in out]
         if out and (len(active) == 2 or len(left) <= 1):
             if left:
-                return out, tuple(left)
+                return out, tuple(left), final
             best = min(totals[seat] for seat in out)
-            return out, tuple(seat for seat in out if totals[seat] == best)
-        return out, ()
+            return out, tuple(seat for seat in out if totals[seat] == best), final
+        return out, (), final
     winners = game_winners(rules, totals, hands_played, active)
     if rules.tie_plays_another_hand and len(winners) > 1:
-        return (), ()
-    return (), winners
+        return (), (), final
+    if winners and rules.scoring == "gin":
+        final = _gin_final_totals(rules, totals, winners, hands_won)
+    return (), winners, final
+
+
+def _gin_final_totals(
+    rules: Rules, totals: Sequence[Fraction], winners: Sequence[int], hands_won: Sequence[int]
+) -> tuple[Fraction, ...]:
+    """Gin Rummy's totals at the end of a game: boxes, the game bonus and the shutout."""
+    final = [total + rules.box_bonus * won for total, won in zip(totals, hands_won)]
+    if len(winners) == 1:
+        winner = winners[0]
+        final[winner] += rules.game_bonus
+        losers_won = sum(won for seat, won in enumerate(hands_won) if seat != winner)
+        if losers_won == 0:
+            if rules.shutout == "double":
+                final[winner] *= 2
+            elif rules.shutout == "plus100":
+                final[winner] += 100
+    return tuple(final)
+
+
+@dataclass(frozen=True, slots=True)
+class KnockResult:
+    """The settlement of a knock: who scores, why, and what every seat showed."""
+
+    winner: int
+    """The seat that scores (-1: nobody, e.g. a Gin Rummy tie that is not an undercut)."""
+    reason: str
+    counts: tuple[int, ...]
+    """Unmatched points of each seat after the layout (and lay-offs)."""
+    points: tuple[Fraction, ...]
+    shown: tuple[tuple[MeldSpec, ...], ...]
+    laid_off: tuple[Card, ...] = ()
+
+
+def _specs(melds: Iterable[Meld]) -> tuple[MeldSpec, ...]:
+    return tuple(MeldSpec(meld.cards, meld.faces) for meld in melds)
+
+
+def settle_gin(
+    state: State, knocker: int, melds: Sequence[Meld], knocker_deadwood: int, big: bool
+) -> KnockResult:
+    """Gin Rummy after ``knocker`` laid out ``melds`` (``state`` is after his discard).
+
+    Gin (no deadwood): the defender's deadwood + ``gin_bonus`` (``big_gin_bonus`` without a
+    discard), no lay-offs. Otherwise the defender lays off on the knocker's melds; if his
+    deadwood is lower (or equal, with ``undercut_on_tie``) he scores the difference +
+    ``undercut_bonus``; an equal count without ``undercut_on_tie`` scores nothing; else the
+    knocker scores the difference.
+    """
+    from server.engine.solver import best_layoff_deadwood, best_melds
+
+    rules = state.rules
+    defender = next(
+        seat for seat, playing in enumerate(state.active) if playing and seat != knocker
+    )
+    hand = state.hands[defender]
+    laid_off: tuple[Card, ...] = ()
+    if knocker_deadwood == 0:
+        defender_melds, defender_deadwood = best_melds(hand, rules.meld_rules, rules.values)
+    else:
+        defender_deadwood, laid_off = best_layoff_deadwood(
+            hand, melds, rules.meld_rules, rules.values
+        )
+        kept = [card for card in hand if card not in laid_off]
+        defender_melds, _ = best_melds(kept, rules.meld_rules, rules.values)
+    points = [Fraction(0)] * len(state.hands)
+    counts = [0] * len(state.hands)
+    counts[knocker], counts[defender] = knocker_deadwood, defender_deadwood
+    if knocker_deadwood == 0:
+        bonus = rules.big_gin_bonus if big else rules.gin_bonus
+        winner, reason = knocker, "big_gin" if big else "gin"
+        points[knocker] = Fraction(defender_deadwood + bonus)
+    elif defender_deadwood < knocker_deadwood or (
+        defender_deadwood == knocker_deadwood and rules.undercut_on_tie
+    ):
+        winner, reason = defender, "undercut"
+        points[defender] = Fraction(knocker_deadwood - defender_deadwood + rules.undercut_bonus)
+    elif defender_deadwood == knocker_deadwood:
+        winner, reason = -1, "tie"
+    else:
+        winner, reason = knocker, "knock"
+        points[knocker] = Fraction(defender_deadwood - knocker_deadwood)
+    shown: list[tuple[MeldSpec, ...]] = [()] * len(state.hands)
+    shown[knocker] = _specs(melds)
+    shown[defender] = _specs(defender_melds)
+    return KnockResult(
+        winner, reason, tuple(counts), tuple(points), tuple(shown), tuple(sorted(laid_off))
+    )
+
+
+def settle_knock(
+    state: State, knocker: int, melds: Sequence[Meld], knocker_count: int
+) -> KnockResult:
+    """Knock Rummy: everyone shows his best melds; each opponent settles with the knocker.
+
+    A higher count pays the knocker the difference; a lower one collects the difference + 10
+    (``literal_bonus``: the knocker's count + 10); a tie goes to the knocker for 0, or with
+    ``tie_goes_to=opponent`` the opponent collects 10. A knock with no unmatched card also
+    collects ``rummy_bonus`` from each opponent. Points are credited: nobody goes negative.
+    """
+    from server.engine.solver import best_melds
+
+    rules = state.rules
+    players = len(state.hands)
+    points = [Fraction(0)] * players
+    counts = [0] * players
+    shown: list[tuple[MeldSpec, ...]] = [()] * players
+    counts[knocker] = knocker_count
+    shown[knocker] = _specs(melds)
+    for seat, playing in enumerate(state.active):
+        if not playing or seat == knocker:
+            continue
+        their_melds, count = best_melds(state.hands[seat], rules.meld_rules, rules.values)
+        counts[seat] = count
+        shown[seat] = _specs(their_melds)
+        if knocker_count == 0:
+            points[knocker] += rules.rummy_bonus
+        if count > knocker_count:
+            points[knocker] += count - knocker_count
+        elif count < knocker_count:
+            points[seat] += (knocker_count if rules.literal_bonus else knocker_count - count) + 10
+        elif rules.tie_goes_to == "opponent":
+            points[seat] += 10
+    return KnockResult(knocker, "knock", tuple(counts), tuple(points), tuple(shown))
 
 
 def format_amount(amount: Fraction) -> str:

@@ -102,7 +102,14 @@ def _option(name: str, kind: str, help: str, **extra: Any) -> tuple[str, OptionS
 OPTIONS: dict[str, OptionSpec] = dict(
     [
         _option("decks", "int", "Number of 52-card decks.", minimum=1, maximum=4),
-        _option("jokers", "int", "Number of jokers in the whole pack.", minimum=0, maximum=12),
+        _option(
+            "jokers",
+            "int",
+            "Number of jokers: in the whole pack, or per deck where the preset says so"
+            " (rummy500, ramino_classic: 0 or 2 per deck).",
+            minimum=0,
+            maximum=12,
+        ),
         _option(
             "ace",
             "choice",
@@ -160,8 +167,8 @@ OPTIONS: dict[str, OptionSpec] = dict(
         _option(
             "target",
             "int_or_unlimited",
-            "Score that ends the game when reached; unlimited when the game is a fixed number of"
-            " deals.",
+            "Score that ends the game when reached (in ramino: a penalty total above it"
+            " eliminates the player); unlimited when the game is a fixed number of deals.",
             minimum=1,
             maximum=100_000,
         ),
@@ -232,6 +239,73 @@ OPTIONS: dict[str, OptionSpec] = dict(
             "Who wins a tie between knocker and opponent: knocker (collects 0) or opponent"
             " (collects 0 + 10).",
             choices=("knocker", "opponent"),
+        ),
+        _option(
+            "literal_bonus",
+            "bool",
+            "Knock Rummy: an opponent with a lower count than the knocker collects the"
+            " knocker's points + 10 (the seed's literal wording) instead of the difference + 10.",
+        ),
+        _option(
+            "rummy_bonus",
+            "int",
+            "Knock Rummy: what the knocker collects from each opponent for knocking with no"
+            " unmatched card.",
+            minimum=0,
+            maximum=1000,
+        ),
+        _option(
+            "knock_limit",
+            "int",
+            "Gin Rummy: the most deadwood a player may knock with (0: gin only).",
+            minimum=0,
+            maximum=10,
+        ),
+        _option(
+            "oklahoma",
+            "bool",
+            "Gin Rummy: the first upcard's value sets the knock limit; an ace means gin only.",
+        ),
+        _option("gin_bonus", "int", "Gin Rummy: bonus for going gin.", minimum=0, maximum=1000),
+        _option(
+            "undercut_bonus",
+            "int",
+            "Gin Rummy: bonus to a defender whose deadwood is at most the knocker's.",
+            minimum=0,
+            maximum=1000,
+        ),
+        _option(
+            "undercut_on_tie",
+            "bool",
+            "Gin Rummy: a tie in deadwood is an undercut (off: a tie scores nothing).",
+        ),
+        _option(
+            "big_gin_bonus",
+            "int",
+            "Gin Rummy: bonus for melding all 11 cards without a discard (0: big gin is off).",
+            minimum=0,
+            maximum=1000,
+        ),
+        _option(
+            "box_bonus",
+            "int",
+            "Gin Rummy: points per hand won, added at the end of the game.",
+            minimum=0,
+            maximum=1000,
+        ),
+        _option(
+            "game_bonus",
+            "int",
+            "Gin Rummy: bonus to the winner of the game.",
+            minimum=0,
+            maximum=1000,
+        ),
+        _option(
+            "shutout",
+            "choice",
+            "Gin Rummy: when the loser won no hand, the winner's total is doubled, gets 100"
+            " more, or nothing changes.",
+            choices=("double", "plus100", "off"),
         ),
         _option(
             "idle_turn_cap",
@@ -317,6 +391,27 @@ class Rules:
     """Ramino: a total above ``target`` eliminates the player."""
     tie_plays_another_hand: bool = False
     """Rummy 500: a tie for the highest total at the target plays another hand."""
+    table_melds: bool = True
+    """Whether melds are laid on the table during play (not in Knock Rummy and Gin Rummy)."""
+    knocking: str = ""
+    """``knock`` (Knock Rummy: any count), ``gin`` (Gin Rummy: a limit) or empty."""
+    first_upcard: bool = False
+    """Gin Rummy: the first upcard is offered to the non-dealer, then the dealer."""
+    wall: int = 0
+    """Gin Rummy: the hand is void when a discard leaves this many stock cards and no one
+    knocks (0: no wall)."""
+    knock_limit: int = 10
+    oklahoma: bool = False
+    gin_bonus: int = 25
+    undercut_bonus: int = 25
+    undercut_on_tie: bool = True
+    big_gin_bonus: int = 31
+    box_bonus: int = 25
+    game_bonus: int = 100
+    shutout: str = "double"
+    tie_goes_to: str = "knocker"
+    literal_bonus: bool = False
+    rummy_bonus: int = 0
     meld_rules: MeldRules = field(init=False, compare=False, repr=False)
     values: tuple[int, ...] = field(init=False, compare=False, repr=False)
     """Value of each face (index 52: joker) when left in hand."""
@@ -531,6 +626,87 @@ VARIANTS: dict[str, Preset] = {
             ),
             hand_sizes=dict.fromkeys(range(2, 5), 13),
         ),
+        Preset(
+            name="knock",
+            title="Knock Rummy (Ramino bussato)",
+            description=(
+                "No melds on the table: after drawing, a player may knock and discard, ending"
+                " the hand; everyone shows his melds and only unmatched cards count; each"
+                " opponent settles with the knocker."
+            ),
+            min_players=2,
+            max_players=5,
+            defaults={
+                **_BASIC_DEFAULTS,
+                "table_melds": False,
+                "knocking": "knock",
+                "scoring": "knock",
+                "going_rummy": "none",
+                "melds_per_turn": UNLIMITED,
+                "tie_goes_to": "knocker",
+                "literal_bonus": False,
+                "rummy_bonus": 0,
+            },
+            options=(
+                "tie_goes_to",
+                "literal_bonus",
+                "rummy_bonus",
+                "target",
+                "deals",
+                "dealer",
+                "stock_exhausted",
+                "max_stock_reuses",
+                "idle_turn_cap",
+            ),
+            hand_sizes={2: 10, 3: 7, 4: 7, 5: 6},
+        ),
+        Preset(
+            name="gin",
+            title="Gin Rummy",
+            description=(
+                "Two players, ten cards: knock with 10 or less deadwood, go gin with none; the"
+                " defender lays off on the knocker's melds; undercuts, boxes and a game to 100."
+            ),
+            min_players=2,
+            max_players=2,
+            defaults={
+                **_BASIC_DEFAULTS,
+                "table_melds": False,
+                "knocking": "gin",
+                "scoring": "gin",
+                "going_rummy": "none",
+                "melds_per_turn": UNLIMITED,
+                "stock_exhausted": "block",
+                "first_upcard": True,
+                "wall": 2,
+                "knock_limit": 10,
+                "oklahoma": False,
+                "gin_bonus": 25,
+                "undercut_bonus": 25,
+                "undercut_on_tie": True,
+                "big_gin_bonus": 31,
+                "box_bonus": 25,
+                "game_bonus": 100,
+                "shutout": "double",
+                "target": 100,
+            },
+            options=(
+                "knock_limit",
+                "oklahoma",
+                "gin_bonus",
+                "undercut_bonus",
+                "undercut_on_tie",
+                "big_gin_bonus",
+                "target",
+                "deals",
+                "box_bonus",
+                "game_bonus",
+                "shutout",
+                "dealer",
+                "idle_turn_cap",
+            ),
+            hand_sizes={2: 10},
+        ),
     )
 }
 
@@ -655,9 +831,8 @@ def _check_contradictions(
         )
     endless = settings["target"] is None and settings["deals"] is None
     if endless and settings["scoring"] != "pay_winner":
-        raise VariantError(
-            "the game needs an end: set 'target' or 'deals'", "variant/contradictory_options"
-        )
+        how = "set 'target' or 'deals'" if "deals" in preset.options else "set 'target'"
+        raise VariantError(f"the game needs an end: {how}", "variant/contradictory_options")
     if settings["max_stock_reuses"] is not None and settings["stock_exhausted"] == "block":
         raise VariantError(
             "option 'max_stock_reuses' contradicts stock_exhausted=block (the pile is never"

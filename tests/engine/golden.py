@@ -58,6 +58,15 @@ CASES: list[dict[str, Any]] = [
         "options": {"bussare": True},
         "seed": 17,
     },
+    {"name": "knock-3", "variant": "knock", "players": 3, "options": {}, "seed": 18},
+    {"name": "gin-2", "variant": "gin", "players": 2, "options": {}, "seed": 19},
+    {
+        "name": "gin-oklahoma-2",
+        "variant": "gin",
+        "players": 2,
+        "options": {"oklahoma": True, "shutout": "plus100"},
+        "seed": 20,
+    },
 ]
 
 _command_encoder = msgspec.json.Encoder()

@@ -5,15 +5,31 @@ from __future__ import annotations
 import dataclasses
 import doctest
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server.engine import position
-from server.engine.actions import Discard, Discarded, HandEnded, LaidOff, LayOff
+from server.engine.actions import (
+    Command,
+    Discard,
+    Discarded,
+    Event,
+    GameEnded,
+    HandEnded,
+    Knock,
+    Knocked,
+    LaidOff,
+    LayOff,
+    MeldSpec,
+    Pass,
+    TakeDiscard,
+    UpcardPassed,
+)
 from server.engine.cards import JOKER, card_face, format_cards, make_face, parse_card, parse_cards
 from server.engine.errors import NotationError
 from server.engine.game import (
@@ -29,6 +45,7 @@ from server.engine.game import (
     to_move,
 )
 from server.engine.position import from_position, to_position
+from server.engine.solver import discard_deadwoods
 from server.engine.variants import VARIANTS, rules_replace
 
 BAD_POSITION = "notation/bad_position"
@@ -46,6 +63,42 @@ PLAY_POSITION = (
     " hands=6C.QD.KD/2S.3S.9H.TH.KC stock=* pile=4H.5D"
     " melds=1:7C.1:8C.1:9C|0:JK=7D.0:7H.1:7S taken=- melded=11 laid_before=11"
     " melds_this_turn=0 laid_this_turn=no reuses=0 idle_turns=3 winners=- last_result=-"
+)
+
+# Gin Rummy, before the first deal: exactly what ``new_game("gin", seats=2)`` gives.
+NEW_GIN_POSITION = (
+    "ramino1 gin 2 deal hand=0 dealer=- turn=- scores=0,0 active=11 hands=-/- stock=- pile=-"
+    " melds=-"
+)
+
+# Gin Rummy, just dealt: seat 1, the non-dealer, is offered the first upcard TC.
+FIRST_UPCARD_POSITION = (
+    "ramino1 gin 2 first_upcard hand=1 dealer=0 turn=1 scores=0,0 active=11"
+    " hands=2C.3C.4C.5D.6D.7D.8S.9S.TS.JH/AH.2H.3H.4S.5S.6S.7C.8C.9C.TD"
+    " stock=* pile=TC melds=-"
+)
+
+# Gin Rummy: seat 0 has drawn and may knock discarding 4D (deadwood AH, 1); seat 1 would lay off
+# 5C and 7C on his melds and keep 2D and 3S (5).
+GIN_KNOCK_POSITION = (
+    "ramino1 gin 2 play hand=1 dealer=1 turn=0 scores=0,0 active=11"
+    " hands=2C.3C.4C.7D.7H.7S.JS.QS.KS.4D.AH/5C.7C.8H.9H.TH.KH.KD.KC.2D.3S"
+    " stock=* pile=9D melds=-"
+)
+
+# The result of that knock, as ``last_result=`` writes it.
+GIN_KNOCK_RESULT = (
+    "hand:1;winner:0;reason:knock;rummy:no"
+    ";hands:2C.3C.4C.7D.AH.7H.7S.JS.QS.KS/5C.7C.KC.2D.KD.8H.9H.TH.KH.3S"
+    ";counts:1,5;points:4,0;totals:4,0;eliminated:-"
+    ";shown:2C.3C.4C|7D.7H.7S|JS.QS.KS/KC.KD.KH|8H.9H.TH;laid_off:5C.7C"
+)
+
+# The position right after that knock, written by hand.
+AFTER_KNOCK_POSITION = (
+    "ramino1 gin 2 deal hand=1 dealer=1 turn=- scores=4,0 active=11"
+    " hands=2C.3C.4C.7D.AH.7H.7S.JS.QS.KS/5C.7C.KC.2D.KD.8H.9H.TH.KH.3S"
+    f" stock=* pile=9D.4D melds=- hands_won=1,0 last_result={GIN_KNOCK_RESULT}"
 )
 
 OPTION_SETS: list[tuple[str, dict[str, object]]] = [
@@ -89,6 +142,48 @@ def _playout(state: State, rng: random.Random, max_steps: int) -> Iterator[State
             yield state
 
 
+def _knocking_chooser(rng: random.Random, knock_chance: float) -> Callable[[State, int], Command]:
+    """A random player who knocks more than chance would (random play rarely can).
+
+    He goes gin whenever he can (nine times in ten), takes any other legal knock with
+    probability ``knock_chance``, mostly discards the card that leaves the least deadwood, and
+    otherwise picks any legal action.
+    """
+
+    def choose(state: State, seat: int) -> Command:
+        actions = legal_actions(state, seat)
+        knocks = [action for action in actions if isinstance(action, Knock)]
+        discards = [action for action in actions if isinstance(action, Discard)]
+        if knocks or discards:
+            rules = state.rules
+            left = discard_deadwoods(state.hands[seat], rules.meld_rules, rules.values)
+            gins = [knock for knock in knocks if knock.card < 0 or left[knock.card] == 0]
+            if gins and rng.random() < 0.9:
+                return rng.choice(gins)
+            if knocks and rng.random() < knock_chance:
+                return rng.choice(knocks)
+            if discards and rng.random() < 0.8:
+                return min(discards, key=lambda discard: (left[discard.card], discard.card))
+        return rng.choice(actions)
+
+    return choose
+
+
+def _knocking_playout(
+    state: State, rng: random.Random, max_steps: int, knock_chance: float = 0.3
+) -> Iterator[tuple[State, Event | None]]:
+    """Every state of a game played by ``_knocking_chooser`` players, with the event that led
+    to it (``None`` for the first)."""
+    yield state, None
+    choose = _knocking_chooser(rng, knock_chance)
+    for _ in range(max_steps):
+        if is_over(state):
+            return
+        for event in advance(state, rng, choose):
+            state = evolve(state, event)
+            yield state, event
+
+
 def _preset_player_counts() -> list[tuple[str, int]]:
     return [
         (name, players)
@@ -120,6 +215,79 @@ def test_states_under_table_options_round_trip(
     start = new_game(preset, options, seats=3)
     for state in _playout(start, random.Random(seed), max_steps=600):
         assert state == from_position(to_position(state))
+
+
+GIN_OPTIONS: dict[str, object] = {
+    "deals": 1,
+    "undercut_on_tie": False,
+    "big_gin_bonus": 0,
+    "oklahoma": True,
+}
+
+KNOCK_TABLES: list[tuple[str, int, dict[str, object]]] = [
+    ("knock", 2, {}),
+    ("knock", 3, {}),
+    ("knock", 4, {}),
+    ("knock", 5, {}),
+    ("knock", 3, {"tie_goes_to": "opponent", "literal_bonus": True, "rummy_bonus": 10}),
+    ("gin", 2, {}),
+    ("gin", 2, GIN_OPTIONS),
+]
+
+
+@pytest.mark.parametrize(("preset", "players", "options"), KNOCK_TABLES)
+@settings(max_examples=3, deadline=None)
+@given(seed=st.integers(min_value=0, max_value=2**32 - 1))
+def test_states_of_knocking_games_round_trip(
+    preset: str, players: int, options: dict[str, object], seed: int
+) -> None:
+    """Every state of a Knock or Gin Rummy game whose players knock often reads back equal."""
+    start = new_game(preset, options, seats=players)
+    for state, _ in _knocking_playout(start, random.Random(seed), max_steps=2000):
+        assert state == from_position(to_position(state))
+
+
+@pytest.mark.parametrize(("options", "games"), [({}, 12), (GIN_OPTIONS, 30)])
+def test_gin_games_round_trip_through_knocks_gins_undercuts_and_walls(
+    options: dict[str, object], games: int
+) -> None:
+    """Gin Rummy games from fixed seeds meet every way a hand ends and a finished game; each
+    state on the way, game-over states with their bonuses included, reads back equal."""
+    reasons: set[str] = set()
+    seen: set[tuple[str, object]] = set()
+    for seed in range(games):
+        start = new_game("gin", options, seats=2)
+        for state, event in _knocking_playout(start, random.Random(seed), max_steps=3000):
+            assert state == from_position(to_position(state))
+            seen.update(
+                {
+                    ("phase", state.phase),
+                    ("upcard_passes", state.upcard_passes),
+                    ("knock_limit", state.knock_limit),
+                    ("must_knock", state.must_knock),
+                }
+            )
+            if isinstance(event, HandEnded):
+                reasons.add(event.reason)
+                if event.reason in {"knock", "undercut", "tie"}:
+                    assert event.shown[0] or event.shown[1]
+            if isinstance(event, GameEnded):
+                assert state.last_result is not None
+                seen.add(("bonus", state.scores != state.last_result.totals))
+        assert is_over(state)
+    assert {"knock", "gin", "wall"} <= reasons
+    expected = {
+        ("phase", Phase.FIRST_UPCARD),
+        ("upcard_passes", 1),
+        ("upcard_passes", 2),
+        ("bonus", True),
+    }
+    assert expected <= seen
+    if options.get("oklahoma"):
+        assert len({value for name, value in seen if name == "knock_limit"}) > 3
+    else:
+        assert "undercut" in reasons
+        assert ("must_knock", True) in seen
 
 
 @pytest.mark.parametrize(
@@ -162,7 +330,7 @@ def test_fractional_scores_and_the_previous_result_round_trip() -> None:
     assert "scores=25/2,-3" in text.split()
     assert (
         "last_result=hand:1;winner:-;reason:idle_cap;rummy:no;hands:2C.3C/KD.QD.JD;"
-        "counts:5,30;points:25/2,-3;totals:25/2,-3;eliminated:1"
+        "counts:5,30;points:25/2,-3;totals:25/2,-3;eliminated:1;shown:-;laid_off:-"
     ) in text.split()
     assert state == from_position(text)
 
@@ -210,6 +378,10 @@ def test_a_written_position_is_one_line_of_every_field_in_order() -> None:
         "idle_turns",
         "resume",
         "claim",
+        "upcard_passes",
+        "knock_limit",
+        "must_knock",
+        "hands_won",
         "winners",
         "last_result",
     ]
@@ -243,10 +415,32 @@ def test_the_notation_has_a_field_for_every_state_field() -> None:
         "claim_seats",
         "claim_answers",
         "claim_depths",
+        "upcard_passes",
+        "knock_limit",
+        "must_knock",
+        "hands_won",
         "winners",
         "last_result",
     }
     assert expected == {field.name for field in dataclasses.fields(State)}
+
+
+def test_the_result_part_of_the_notation_has_a_part_for_every_hand_result_field() -> None:
+    """A field added to ``HandEnded`` must get its part in ``last_result=``."""
+    expected = {
+        "hand",
+        "winner",
+        "reason",
+        "rummy",
+        "hands",
+        "counts",
+        "points",
+        "totals",
+        "eliminated",
+        "shown",
+        "laid_off",
+    }
+    assert expected == set(HandEnded.__struct_fields__)
 
 
 def test_rules_not_made_by_make_rules_cannot_be_written() -> None:
@@ -293,9 +487,10 @@ def test_meld_cards_written_out_of_order_are_put_in_canonical_order() -> None:
 
 
 def test_left_out_trailing_fields_take_the_values_of_a_fresh_turn() -> None:
-    """Without the fields from ``taken=`` on: nothing taken, flags off, counters 0, no result."""
+    """Without the fields from ``taken=`` on: nothing taken, flags off, counters 0, no result,
+    no hands won, and the table's knock limit."""
     state = from_position(DRAW_POSITION)
-    expected = ((), (False, False), (False, False), 0, False, 0, 0, (), None)
+    expected = ((), (False, False), (False, False), 0, False, 0, 0, 0, 10, False, (0, 0), (), None)
     actual = (
         state.taken,
         state.melded,
@@ -304,6 +499,10 @@ def test_left_out_trailing_fields_take_the_values_of_a_fresh_turn() -> None:
         state.laid_this_turn,
         state.reuses,
         state.idle_turns,
+        state.upcard_passes,
+        state.knock_limit,
+        state.must_knock,
+        state.hands_won,
         state.winners,
         state.last_result,
     )
@@ -376,6 +575,181 @@ def test_going_out_from_a_loaded_position_records_a_result_that_round_trips() ->
     )
     assert (Phase.DEAL, (Fraction(34), Fraction(0))) == (state.phase, state.scores)
     assert state == from_position(to_position(state))
+
+
+# Hand-written Knock and Gin Rummy positions -----------------------------------------------------
+
+
+def test_a_gin_table_before_its_first_deal_is_written_with_no_knock_limit() -> None:
+    """Before the first deal the knock limit is ``-``; the short position reads as a new game."""
+    state = new_game("gin", seats=2)
+    assert state == from_position(NEW_GIN_POSITION)
+    text = to_position(state).split()
+    assert {"knock_limit=-", "upcard_passes=0", "must_knock=no", "hands_won=0,0"} <= set(text)
+
+
+def test_the_first_upcard_is_offered_to_each_seat_and_the_passes_round_trip() -> None:
+    """In ``first_upcard`` the non-dealer, then the dealer, may take the upcard or pass; after two
+    passes the non-dealer must draw from the stock. Each step reads back, and the position after
+    one pass can be written by hand."""
+    state = from_position(FIRST_UPCARD_POSITION)
+    expected = (Phase.FIRST_UPCARD, 1, 0, 10, (0, 0))
+    actual = (state.phase, to_move(state), state.upcard_passes, state.knock_limit, state.hands_won)
+    assert expected == actual
+    assert [TakeDiscard(), Pass()] == legal_actions(state, 1)
+    assert "first_upcard" == to_position(state).split()[3]
+    (event,) = decide(state, 1, Pass())
+    assert UpcardPassed(seat=1) == event
+    state = evolve(state, event)
+    assert "upcard_passes=1" in to_position(state).split()
+    assert state == from_position(to_position(state))
+    written = FIRST_UPCARD_POSITION.replace("turn=1", "turn=0") + " upcard_passes=1"
+    assert state == from_position(written)
+    state = evolve(state, decide(state, 0, Pass())[0])
+    assert (Phase.DRAW, 1, 2) == (state.phase, to_move(state), state.upcard_passes)
+    assert "upcard_passes=2" in to_position(state).split()
+    assert state == from_position(to_position(state))
+
+
+def test_an_oklahoma_knock_limit_is_written_and_read() -> None:
+    """With ``oklahoma`` the first upcard sets the knock limit; the position keeps it."""
+    state = new_game("gin", {"oklahoma": True}, seats=2)
+    dealt = evolve(state, chance(state, random.Random(3)))
+    assert f"knock_limit={dealt.knock_limit}" in to_position(dealt).split()
+    assert dealt == from_position(to_position(dealt))
+    written = FIRST_UPCARD_POSITION.replace("gin", "gin:oklahoma=true").replace(
+        "pile=TC", "pile=3D"
+    )
+    assert 10 == from_position(written).knock_limit
+    assert 3 == from_position(written + " knock_limit=3").knock_limit
+
+
+def test_a_gin_knock_records_the_shown_melds_and_lay_offs_in_the_result() -> None:
+    """Knocking ends the hand; the written result carries what each seat showed and the cards
+    laid off, and reads back; the same position written by hand loads equal."""
+    state = from_position(GIN_KNOCK_POSITION)
+    knock = Knock(card=parse_card("4D"))
+    assert knock in legal_actions(state, 0)
+    events = decide(state, 0, knock)
+    assert [Knocked, HandEnded] == [type(event) for event in events]
+    for event in events:
+        state = evolve(state, event)
+    text = to_position(state).split()
+    assert f"last_result={GIN_KNOCK_RESULT}" in text
+    assert {"scores=4,0", "hands_won=1,0", "pile=9D.4D"} <= set(text)
+    assert state == from_position(to_position(state))
+    assert state == from_position(AFTER_KNOCK_POSITION)
+    assert state.last_result is not None
+    run = MeldSpec(
+        parse_cards("2C 3C 4C"), tuple(card_face(card) for card in parse_cards("2C 3C 4C"))
+    )
+    assert run == state.last_result.shown[0][0]
+    assert parse_cards("5C 7C") == state.last_result.laid_off
+
+
+@pytest.mark.parametrize(
+    ("variant", "expected"),
+    [
+        ("gin", "winner:1;reason:undercut;"),
+        ("gin:undercut_on_tie=false", "winner:-;reason:tie;"),
+    ],
+)
+def test_a_knock_tied_in_deadwood_round_trips_as_an_undercut_or_a_tie(
+    variant: str, expected: str
+) -> None:
+    """Knocking with 4 against 4 after lay-offs is an undercut, or without ``undercut_on_tie``
+    a tie that no one wins (``winner:-``)."""
+    text = GIN_KNOCK_POSITION.replace("2D.3S", "AD.3S").replace("gin", variant, 1)
+    state = from_position(text)
+    for event in decide(state, 0, Knock(card=parse_card("AH"))):
+        state = evolve(state, event)
+    written = to_position(state)
+    assert f"hand:1;{expected}" in written
+    assert state == from_position(written)
+
+
+def test_a_gin_game_over_keeps_its_final_totals_with_the_bonuses() -> None:
+    """A knock reaching 100 ends the game: the scores are the totals with four boxes, the game
+    bonus and the shutout doubling, while the result keeps the hand's own totals."""
+    text = GIN_KNOCK_POSITION.replace("scores=0,0", "scores=98,0") + " hands_won=3,0"
+    state = from_position(text)
+    events = decide(state, 0, Knock(card=parse_card("4D")))
+    assert GameEnded(winners=(0,), totals=("604", "0")) == events[-1]
+    for event in events:
+        state = evolve(state, event)
+    written = to_position(state).split()
+    assert {"game_over", "scores=604,0", "hands_won=4,0", "winners=0"} <= set(written)
+    assert state.last_result is not None
+    assert ("102", "0") == state.last_result.totals
+    assert state == from_position(to_position(state))
+
+
+def _at_the_wall(text: str) -> State:
+    """The position ``text`` with all but two stock cards moved under the pile: the wall."""
+    state = from_position(text)
+    return dataclasses.replace(state, stock=state.stock[:2], pile=state.stock[2:] + state.pile)
+
+
+def test_taking_the_upcard_at_the_wall_must_end_in_a_knock_and_round_trips() -> None:
+    """At the wall, seat 1 may take TC only to knock with it; the state says ``must_knock=yes``."""
+    state = _at_the_wall(FIRST_UPCARD_POSITION.replace("first_upcard", "draw"))
+    assert [TakeDiscard(), Pass()] == legal_actions(state, 1)
+    state = evolve(state, decide(state, 1, TakeDiscard())[0])
+    assert state.must_knock
+    assert "must_knock=yes" in to_position(state).split()
+    assert state == from_position(to_position(state))
+    assert all(isinstance(action, Knock) for action in legal_actions(state, 1))
+
+
+def test_passing_at_the_wall_voids_the_hand_and_round_trips() -> None:
+    """Passing at the wall ends the hand with no winner and nothing shown."""
+    state = _at_the_wall(FIRST_UPCARD_POSITION.replace("first_upcard", "draw"))
+    for event in decide(state, 1, Pass()):
+        state = evolve(state, event)
+    written = to_position(state)
+    assert "winner:-;reason:wall;" in written
+    assert written.endswith(";shown:-;laid_off:-")
+    assert state == from_position(written)
+
+
+def test_result_parts_may_be_left_out_and_shown_melds_are_put_in_canonical_order() -> None:
+    """``eliminated``, ``shown`` and ``laid_off`` may each be left out; a shown meld written
+    out of order loads in ``check_meld`` order, and the melds keep the order written."""
+    expected = from_position(AFTER_KNOCK_POSITION)
+    assert expected == from_position(AFTER_KNOCK_POSITION.replace(";eliminated:-", ""))
+    shuffled = AFTER_KNOCK_POSITION.replace("2C.3C.4C|", "4C.2C.3C|").replace(
+        "KC.KD.KH|", "KH.KC.KD|"
+    )
+    assert expected == from_position(shuffled)
+    bare = from_position(AFTER_KNOCK_POSITION.split(";shown:")[0])
+    assert expected.last_result is not None
+    assert msgspec.structs.replace(expected.last_result, shown=(), laid_off=()) == bare.last_result
+    reordered = from_position(
+        AFTER_KNOCK_POSITION.replace("|7D.7H.7S|JS.QS.KS/", "|JS.QS.KS|7D.7H.7S/")
+    )
+    assert reordered.last_result is not None
+    assert parse_cards("JS QS KS") == reordered.last_result.shown[0][1].cards
+
+
+def test_shown_melds_with_a_joker_and_a_seat_with_none_round_trip() -> None:
+    """A joker in a shown meld is written with its declared face; ``-`` marks a seat that
+    showed no meld."""
+    joker_set = MeldSpec((JOKER, *parse_cards("7H 7S")), (make_face(7, 1), *parse_cards("7H 7S")))
+    result = HandEnded(
+        hand=2,
+        winner=0,
+        reason="knock",
+        rummy=False,
+        hands=((JOKER, *parse_cards("7H 7S 2C")), parse_cards("KD QC")),
+        counts=(2, 20),
+        points=("18", "0"),
+        totals=("18", "0"),
+        shown=((joker_set,), ()),
+    )
+    state = dataclasses.replace(from_position(PLAY_POSITION), last_result=result)
+    text = to_position(state)
+    assert text.endswith(";eliminated:-;shown:JK=7D.7H.7S/-;laid_off:-")
+    assert state == from_position(text)
 
 
 # Refused texts -----------------------------------------------------------------------------------
@@ -475,6 +849,54 @@ MALFORMED: list[tuple[str, str]] = [
 ]
 
 
+def _result(old: str, new: str) -> str:
+    """``AFTER_KNOCK_POSITION`` with one change in its ``last_result=``."""
+    assert old in GIN_KNOCK_RESULT
+    return AFTER_KNOCK_POSITION.replace(GIN_KNOCK_RESULT, GIN_KNOCK_RESULT.replace(old, new, 1))
+
+
+_SHOWN = "shown:2C.3C.4C|7D.7H.7S|JS.QS.KS/KC.KD.KH|8H.9H.TH"
+
+MALFORMED += [
+    (DRAW_POSITION + " upcard_passes=x", "upcard_passes"),
+    (DRAW_POSITION + " upcard_passes=-1", "upcard_passes"),
+    (DRAW_POSITION + " upcard_passes=3", "upcard_passes"),
+    (DRAW_POSITION + " knock_limit=-1", "knock_limit"),
+    (DRAW_POSITION + " knock_limit=-", "knock_limit"),
+    (DRAW_POSITION + " knock_limit=ten", "knock_limit"),
+    (NEW_GIN_POSITION + " knock_limit=10", "knock_limit"),
+    (DRAW_POSITION + " must_knock=1", "must_knock"),
+    (DRAW_POSITION + " hands_won=1", "hands_won"),
+    (DRAW_POSITION + " hands_won=1,2,0", "hands_won"),
+    (DRAW_POSITION + " hands_won=1,x", "hands_won"),
+    (DRAW_POSITION + " hands_won=1,-1", "hands_won"),
+    (DRAW_POSITION + " hands_won=-", "hands_won"),
+    (DRAW_POSITION + " hands_won=0,0 must_knock=no", "position"),
+    (DRAW_POSITION + " winners=0 upcard_passes=1", "position"),
+    (DRAW_POSITION + " knock_limit=5 claim=-", "position"),
+    (_result(_SHOWN, "shown:2C.3C.4C|7D.7H.7S|JS.QS.KS"), "last_result.shown"),
+    (_result(_SHOWN, _SHOWN + "/-"), "last_result.shown"),
+    (_result("2C.3C.4C|7D.7H.7S", "2C.3C.7D|4C.7H.7S"), "last_result.shown"),
+    (_result("2C.3C.4C|7D", "2C.3C.4C||7D"), "last_result.shown"),
+    (_result("2C.3C.4C|7D", "2C.3C.ZZ|7D"), "last_result.shown"),
+    (_result("7D.7H.7S|", "JK.7H.7S|"), "last_result.shown"),
+    (_result("7D.7H.7S|", "7D=ZZ.7H.7S|"), "last_result.shown"),
+    (_result("7D.7H.7S|", "7D.7H.7S|7D.7H.7S|"), "last_result.shown"),
+    (_result(_SHOWN, "shown:KC.KD.KH|8H.9H.TH/2C.3C.4C|7D.7H.7S|JS.QS.KS"), "last_result.shown"),
+    (_result(_SHOWN, "shown:"), "last_result.shown"),
+    (_result("laid_off:5C.7C", "laid_off:9D"), "last_result.laid_off"),
+    (_result("laid_off:5C.7C", "laid_off:5C.2C"), "last_result.laid_off"),
+    (_result("laid_off:5C.7C", "laid_off:5C.5C"), "last_result.laid_off"),
+    (_result("laid_off:5C.7C", "laid_off:5C.ZZ"), "last_result.laid_off"),
+    (_result(_SHOWN, "shown:-"), "last_result.laid_off"),
+    (_result(";laid_off:5C.7C", ";laid_off:5C.7C;laid_off:-"), "last_result"),
+    (_result(_SHOWN + ";laid_off:5C.7C", "laid_off:5C.7C;" + _SHOWN), "last_result"),
+    (_result(";eliminated:-", ";shown:-;eliminated:-"), "last_result"),
+    (_result("reason:knock", "reason:Knock!"), "last_result.reason"),
+    (_result("winner:0", "winner:-1"), "last_result.winner"),
+]
+
+
 @pytest.mark.parametrize(("text", "field"), MALFORMED)
 def test_a_malformed_or_inconsistent_position_is_refused_naming_the_field(
     text: str, field: str
@@ -512,6 +934,24 @@ def test_a_damaged_position_either_loads_or_is_refused_with_the_position_code(
 ) -> None:
     """Changing one character of a valid position never breaks the reader in another way."""
     text = PLAY_POSITION[:index] + replacement + PLAY_POSITION[index + 1 :]
+    outcome = _load_or_error_code(text)
+    if isinstance(outcome, State):
+        assert outcome == from_position(to_position(outcome))
+    else:
+        assert BAD_POSITION == outcome
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    index=st.integers(min_value=0, max_value=len(AFTER_KNOCK_POSITION) - 1),
+    replacement=st.sampled_from(list("-=.,:;|/*0123456789JKQTCDHS abx")) | st.just(""),
+)
+def test_a_damaged_knock_result_either_loads_or_is_refused_with_the_position_code(
+    index: int, replacement: str
+) -> None:
+    """Changing one character of a position with a knock's result breaks the reader no other
+    way."""
+    text = AFTER_KNOCK_POSITION[:index] + replacement + AFTER_KNOCK_POSITION[index + 1 :]
     outcome = _load_or_error_code(text)
     if isinstance(outcome, State):
         assert outcome == from_position(to_position(outcome))
