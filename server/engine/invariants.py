@@ -53,21 +53,30 @@ def hidden_from(state: State, seat: int | None) -> frozenset[Card]:
     """Cards ``seat`` (``None``: a spectator) must not see in ``state``: other hands and stock.
 
     Cards taken from the discard pile this turn were public before, so they are not hidden.
+    Between hands and after the game nothing is hidden any more.
     """
-    if state.phase not in (Phase.DRAW, Phase.PLAY, Phase.CLAIM):
-        return frozenset()
-    hidden = set(state.stock)
-    for other, hand in enumerate(state.hands):
-        if other != seat:
-            hidden.update(hand)
-    return frozenset(hidden.difference(state.taken))
+    return _hidden_by_seat(state)[seat]
+
+
+def _hidden_by_seat(state: State) -> dict[int | None, frozenset[Card]]:
+    if state.phase in (Phase.DEAL, Phase.GAME_OVER):
+        return dict.fromkeys([None, *range(state.players)], frozenset())
+    everything = set(state.stock)
+    for hand in state.hands:
+        everything.update(hand)
+    everything.difference_update(state.taken)
+    hidden: dict[int | None, frozenset[Card]] = {None: frozenset(everything)}
+    for seat, hand in enumerate(state.hands):
+        hidden[seat] = frozenset(everything.difference(hand))
+    return hidden
 
 
 def check_view_secrecy(state: State) -> list[str]:
     """No seat's view (nor a spectator's) shows another seat's cards or the stock."""
     problems = []
+    hidden = _hidden_by_seat(state)
     for seat in [None, *range(state.players)]:
-        leaked = visible_cards(view(state, seat)) & hidden_from(state, seat)
+        leaked = visible_cards(view(state, seat)) & hidden[seat]
         if leaked:
             problems.append(
                 f"view of seat {seat} shows hidden cards [{format_cards(sorted(leaked))}]"
@@ -87,10 +96,14 @@ def check_event_secrecy(before: State, event: Event, after: State) -> list[str]:
     rules = before.rules
     pack = frozenset(make_deck(rules.decks, rules.jokers))
     problems = []
+    hidden_before = _hidden_by_seat(before)
+    hidden_after = _hidden_by_seat(after)
     for seat in [None, *range(before.players)]:
-        hidden_before = pack if before.phase is Phase.DEAL else hidden_from(before, seat)
         shown = _event_cards(redact(before, event, seat))
-        leaked = shown & hidden_before & hidden_from(after, seat)
+        if not shown:
+            continue
+        earlier = pack if before.phase is Phase.DEAL else hidden_before[seat]
+        leaked = shown & earlier & hidden_after[seat]
         if leaked:
             problems.append(
                 f"{type(event).__name__} shows seat {seat} hidden cards"

@@ -6,6 +6,9 @@ card is written as ``HIDDEN`` (-1), so a redacted event keeps its shape and size
 
 from __future__ import annotations
 
+import functools
+from fractions import Fraction
+
 import msgspec
 
 from server.engine.actions import Claimed, Dealt, Drew, Event, HandEnded, StockRebuilt
@@ -79,7 +82,7 @@ def view(state: State, seat: int | None = None) -> View:
         dealer=state.dealer,
         turn=state.turn,
         to_move=to_move(state),
-        scores=tuple(format_amount(score) for score in state.scores),
+        scores=_formatted_scores(state.scores),
         active=state.active,
         hand=state.hands[own] if own >= 0 else (),
         hand_sizes=tuple(len(hand) for hand in state.hands),
@@ -99,6 +102,11 @@ def view(state: State, seat: int | None = None) -> View:
         winners=state.winners,
         last_result=state.last_result,
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _formatted_scores(scores: tuple[Fraction, ...]) -> tuple[str, ...]:
+    return tuple(format_amount(score) for score in scores)
 
 
 def redact(state: State, event: Event, seat: int | None = None) -> Event:
