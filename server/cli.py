@@ -149,8 +149,8 @@ def _command_demo(args: argparse.Namespace) -> int:
 
     while not is_over(state):
         for event in advance(state, rng, choose):
+            print("  " + describe_event(event, names, len(state.melds)))
             state = evolve(state, event)
-            print("  " + describe_event(event, names))
             if args.show_hands and state.turn >= 0 and not isinstance(event, HandEnded):
                 hand = format_cards(state.hands[state.turn])
                 print(f"      {names[state.turn]} holds {hand}")

@@ -61,8 +61,14 @@ def _card(card: int) -> str:
     return "a card" if card == HIDDEN else format_card(card)
 
 
-def describe_event(event: Event, names: Sequence[str] | None = None) -> str:
-    """One line describing ``event``; ``names`` label the seats (default ``seat N``)."""
+def describe_event(
+    event: Event, names: Sequence[str] | None = None, table_melds: int | None = None
+) -> str:
+    """One line describing ``event``; ``names`` label the seats (default ``seat N``).
+
+    ``table_melds``, the number of melds on the table before the event, lets new melds be
+    numbered as lay-offs and joker swaps refer to them.
+    """
 
     def who(seat: int) -> str:
         return names[seat] if names is not None else f"seat {seat}"
@@ -75,7 +81,11 @@ def describe_event(event: Event, names: Sequence[str] | None = None) -> str:
         case TookDiscard(seat=seat, cards=cards):
             return f"{who(seat)} takes {format_cards(cards)} from the discard pile"
         case Melded(seat=seat, melds=melds):
-            shown = ", ".join(f"[{describe_spec(spec)}]" for spec in melds)
+            shown = ", ".join(
+                f"[{describe_spec(spec)}]"
+                + ("" if table_melds is None else f" (meld {table_melds + index})")
+                for index, spec in enumerate(melds)
+            )
             return f"{who(seat)} melds {shown}"
         case LaidOff(seat=seat, card=card, target=target, face=face):
             shown = describe_spec(MeldSpec((card,), (face,)))
