@@ -98,7 +98,7 @@ def describe_event(
             how = "shuffled into" if shuffled else "turned over to form"
             return f"the discard pile is {how} a new stock of {len(order)} cards"
         case Declined(seat=seat):
-            return f"{who(seat)} declines the upcard with the stock exhausted"
+            return f"{who(seat)} passes with the stock exhausted: the hand ends"
         case UpcardPassed(seat=seat):
             return f"{who(seat)} passes the first upcard"
         case Knocked(seat=seat, card=card, melds=melds, deadwood=deadwood):

@@ -1245,10 +1245,11 @@ def _set_flag(flags: tuple[bool, ...], seat: int, value: bool) -> tuple[bool, ..
 
 def _made_progress(state: State) -> bool:
     """Whether the turn ending now moved the hand on: a card laid on the table or, where no
-    melds go on the table, a card drawn from the stock (towards its end)."""
+    melds go on the table, a card drawn from the first stock (towards its end; once the pile
+    has been turned into a stock, turns count towards the safety cap)."""
     if state.rules.table_melds:
         return state.laid_this_turn
-    return not state.taken
+    return not state.taken and state.reuses == 0
 
 
 def _end_turn(state: State, seat: int, **changes: object) -> State:

@@ -20,7 +20,12 @@ from server.engine.variants import Rules
 if TYPE_CHECKING:
     from server.engine.game import State, TableMeld
 
+GAME_HAND_CAP = 500
+"""Safety cap: a game ends after this many hands whatever the scores (a table whose players
+never go out or knock still finishes); the best total then wins."""
+
 __all__ = [
+    "GAME_HAND_CAP",
     "KnockResult",
     "format_amount",
     "game_outcome",
@@ -166,7 +171,9 @@ def game_winners(
     Highest total wins, except under ``penalty`` scoring, where the lowest does. Ties share.
     """
     seats = [seat for seat, playing in enumerate(active) if playing]
-    over = rules.deals is not None and hands_played >= rules.deals
+    over = hands_played >= GAME_HAND_CAP
+    if rules.deals is not None and hands_played >= rules.deals:
+        over = True
     if rules.target is not None and any(totals[seat] >= rules.target for seat in seats):
         over = True
     if not over:
@@ -204,7 +211,7 @@ def game_outcome(
             return out, tuple(seat for seat in out if totals[seat] == best), final
         return out, (), final
     winners = game_winners(rules, totals, hands_played, active)
-    if rules.tie_plays_another_hand and len(winners) > 1:
+    if rules.tie_plays_another_hand and len(winners) > 1 and hands_played < GAME_HAND_CAP:
         return (), (), final
     if winners and rules.scoring == "gin":
         final = _gin_final_totals(rules, totals, winners, hands_won)

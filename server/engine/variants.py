@@ -311,7 +311,8 @@ OPTIONS: dict[str, OptionSpec] = dict(
             "idle_turn_cap",
             "int",
             "Safety cap: after this many consecutive turns in which no card was melded or laid"
-            " off, the hand ends as if no one went out.",
+            " off (in knock and gin: no card was drawn from the stock), the hand ends as if no"
+            " one went out.",
             minimum=4,
             maximum=10_000,
         ),

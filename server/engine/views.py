@@ -65,6 +65,12 @@ class View(msgspec.Struct, frozen=True):
     claim_seats: tuple[int, ...]
     claim_answers: tuple[int, ...]
     """Parallel to ``claim_seats``: 0 waiting, -1 passed, n > 0 claimed n cards."""
+    knock_limit: int
+    """Gin Rummy: the most deadwood a knock may leave this hand."""
+    upcard_passes: int
+    """Gin Rummy: how many players declined the first upcard."""
+    hands_won: tuple[int, ...]
+    """Gin Rummy: hands each seat has won (boxes)."""
     winners: tuple[int, ...]
     last_result: HandEnded | None
 
@@ -99,6 +105,9 @@ def view(state: State, seat: int | None = None) -> View:
         claim_kind=state.claim_kind,
         claim_seats=state.claim_seats,
         claim_answers=state.claim_answers,
+        knock_limit=state.knock_limit,
+        upcard_passes=state.upcard_passes,
+        hands_won=state.hands_won,
         winners=state.winners,
         last_result=state.last_result,
     )

@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from server.engine import IllegalMoveError, SwapJoker, decide, legal_actions, parse_card
+from server.engine import (
+    IllegalMoveError,
+    Knock,
+    SwapJoker,
+    chance,
+    chance_pending,
+    decide,
+    evolve,
+    is_over,
+    legal_actions,
+    new_game,
+    parse_card,
+    to_move,
+)
 from server.engine.position import from_position
+from server.engine.scoring import GAME_HAND_CAP
 
 # Ramino, seat 2 to play: he took JK6 from the pile and laid it off as 6H; swapping his 6H2
 # for that joker would leave him holding only the card taken this turn, which he may not
@@ -35,3 +51,21 @@ def test_a_joker_swap_may_not_leave_only_the_card_taken_from_the_pile() -> None:
         decide(state, 2, swap)
     assert "rules/no_discard_left" == caught.value.code
     assert [] != legal_actions(state, 2)
+
+
+def test_a_knock_rummy_game_whose_players_never_knock_still_ends() -> None:
+    """Hands end by the safety cap once the pile is reused, and the game by its hand cap."""
+    state = new_game("knock", {"idle_turn_cap": 4}, 2)
+    rng = random.Random(1)
+    for _ in range(400_000):
+        if is_over(state):
+            break
+        if chance_pending(state):
+            state = evolve(state, chance(state, rng))
+            continue
+        seat = to_move(state)
+        choices = [a for a in legal_actions(state, seat) if not isinstance(a, Knock)]
+        for event in decide(state, seat, rng.choice(choices)):
+            state = evolve(state, event)
+    assert is_over(state)
+    assert GAME_HAND_CAP == state.hand_number
