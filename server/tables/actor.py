@@ -1,0 +1,300 @@
+"""The table actor: one asyncio task per table that runs its commands one at a time.
+
+Theory of operation. ``submit`` queues a command with the sender's identity (from the
+transport, never from the payload), its client-chosen id and the last ``seq`` the client saw;
+the actor's task takes commands in order and for each:
+
+1. a known command id returns the original result rebuilt from the log (nothing is redone);
+2. a stale ``seq`` is refused with ``table/stale_seq`` and the current ``seq``;
+3. the table or the engine decides the records (a refusal is a coded error; the log and the
+   state are untouched);
+4. the records, with any chance they make due (the deck commitment and the deal) and the
+   reveal of a finished hand's deck, are appended to the store under the command id;
+5. only then are they folded into the state and handed to the outbox, which sends each
+   recipient his own projection: persist first, publish after.
+
+A table is loaded from its latest snapshot plus the events after it; snapshots are written
+every ``snapshot_every`` events and are only a cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import msgspec
+
+from server.engine import Command, EngineError, decide
+from server.engine.position import from_position, to_position
+from server.tables.errors import StaleSeq, TableError
+from server.tables.records import (
+    Record,
+    RecordEvent,
+    TableCreated,
+    decode_record,
+    encode_record,
+)
+from server.tables.store import EventStore, NewEvent, TableSummary
+from server.tables.table import (
+    CreateTable,
+    Rematch,
+    Sit,
+    Stand,
+    StartGame,
+    TableCommand,
+    TableState,
+    chance_records,
+    decide_table,
+    empty_table,
+    fold,
+    reveal_records,
+)
+
+__all__ = ["Clock", "Outbox", "Reply", "SystemClock", "TableActor", "load_table"]
+
+
+class Clock(Protocol):
+    """Where the actor reads the time (injected, so tests control it)."""
+
+    def now(self) -> float:
+        """Seconds since the epoch."""
+        ...
+
+
+class SystemClock:
+    """The real clock."""
+
+    def now(self) -> float:
+        """Seconds since the epoch."""
+        import time
+
+        return time.time()
+
+
+class Outbox(Protocol):
+    """Receives each appended record after it is durable, with the table before and after."""
+
+    async def publish(
+        self, before: TableState, seq: int, record: Record, after: TableState
+    ) -> None:
+        """Deliver the record's projections to its recipients."""
+        ...
+
+
+class Reply(msgspec.Struct, frozen=True):
+    """The one reply to a command: ok with the table ``seq`` after it, or a coded error."""
+
+    ok: bool
+    command_id: str
+    seq: int
+    first_seq: int = 0
+    """First seq the command produced (0: none)."""
+    code: str = ""
+    message: str = ""
+    duplicate: bool = False
+
+
+@dataclass
+class _Job:
+    sender: str
+    command_id: str
+    last_seq: int | None
+    command: Command | TableCommand
+    reply: asyncio.Future[Reply]
+
+
+_SNAPSHOT = msgspec.msgpack.Encoder()
+_TABLE_COMMANDS = (CreateTable, Sit, Stand, StartGame, Rematch)
+
+
+class _SnapshotBody(msgspec.Struct):
+    seats: tuple[str, ...]
+    game_number: int
+    game: str
+    salt: str
+    deck: tuple[int, ...]
+    closed: bool
+    created: bytes
+
+
+async def load_table(store: EventStore, table_id: str) -> TableState:
+    """A table rebuilt from its latest snapshot and the events after it."""
+    table = empty_table(table_id)
+    snapshot = await store.latest_snapshot(table_id)
+    if snapshot is not None:
+        table = _from_snapshot(table_id, snapshot.seq, snapshot.payload)
+    for row in await store.read(table_id, after_seq=table.seq):
+        table = fold(table, decode_record(row.payload), row.seq)
+    return table
+
+
+def _to_snapshot(table: TableState) -> bytes:
+    assert table.created is not None
+    body = _SnapshotBody(
+        seats=table.seats,
+        game_number=table.game_number,
+        game=to_position(table.game) if table.game is not None else "",
+        salt=table.salt,
+        deck=table.deck,
+        closed=table.closed,
+        created=encode_record(table.created),
+    )
+    return _SNAPSHOT.encode(body)
+
+
+def _from_snapshot(table_id: str, seq: int, payload: bytes) -> TableState:
+    body = msgspec.msgpack.decode(payload, type=_SnapshotBody)
+    created = decode_record(body.created).event
+    assert isinstance(created, TableCreated)
+    return TableState(
+        table_id=table_id,
+        seq=seq,
+        created=created,
+        seats=body.seats,
+        game_number=body.game_number,
+        game=from_position(body.game) if body.game else None,
+        salt=body.salt,
+        deck=body.deck,
+        closed=body.closed,
+    )
+
+
+class TableActor:
+    """Runs one table's commands one at a time; see the module docstring."""
+
+    def __init__(
+        self,
+        table: TableState,
+        store: EventStore,
+        outbox: Outbox,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        snapshot_every: int = 200,
+        new_salt: Callable[[], str] | None = None,
+    ) -> None:
+        self.table = table
+        self.store = store
+        self.outbox = outbox
+        self.clock = clock or SystemClock()
+        self.rng = rng or random.Random(secrets.randbits(128))
+        self.snapshot_every = snapshot_every
+        self.new_salt = new_salt or (lambda: secrets.token_hex(16))
+        self._jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def load(
+        cls, store: EventStore, table_id: str, outbox: Outbox, **options: object
+    ) -> TableActor:
+        """An actor for ``table_id`` as its log says (recovery after a restart)."""
+        return cls(await load_table(store, table_id), store, outbox, **options)  # type: ignore[arg-type]
+
+    def start(self) -> None:
+        """Start the actor's task."""
+        self._task = asyncio.create_task(self._run(), name=f"table-{self.table.table_id}")
+
+    async def stop(self) -> None:
+        """Finish the queued commands and stop."""
+        if self._task is None:
+            return
+        await self._jobs.put(None)
+        await self._task
+        self._task = None
+
+    async def submit(
+        self,
+        sender: str,
+        command: Command | TableCommand,
+        command_id: str = "",
+        last_seq: int | None = None,
+    ) -> Reply:
+        """Queue ``command`` from ``sender`` and wait for its reply."""
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        await self._jobs.put(_Job(sender, command_id, last_seq, command, future))
+        return await future
+
+    async def _run(self) -> None:
+        while True:
+            job = await self._jobs.get()
+            if job is None:
+                return
+            try:
+                reply = await self._handle(job)
+            except Exception as error:  # our bug: answer it and keep the table as it was
+                reply = Reply(
+                    ok=False,
+                    command_id=job.command_id,
+                    seq=self.table.seq,
+                    code="server/internal",
+                    message=f"internal error: {type(error).__name__}",
+                )
+            with contextlib.suppress(asyncio.InvalidStateError):
+                job.reply.set_result(reply)
+
+    async def _handle(self, job: _Job) -> Reply:
+        table = self.table
+        if job.command_id:
+            seqs = await self.store.command_seqs(table.table_id, job.command_id)
+            if seqs is not None:
+                return Reply(True, job.command_id, table.seq, seqs[0], duplicate=True)
+        try:
+            if job.last_seq is not None and job.last_seq != table.seq:
+                raise StaleSeq(
+                    f"you saw seq {job.last_seq}, the table is at {table.seq}: resync",
+                )
+            events = self._decide(table, job.sender, job.command)
+        except (EngineError, TableError) as error:
+            return Reply(False, job.command_id, table.seq, code=error.code, message=error.message)
+        first = table.seq + 1
+        await self._append(events, job.command_id)
+        return Reply(True, job.command_id, self.table.seq, first)
+
+    def _decide(
+        self, table: TableState, sender: str, command: Command | TableCommand
+    ) -> list[RecordEvent]:
+        if isinstance(command, _TABLE_COMMANDS):
+            return decide_table(table, sender, command)
+        if table.created is None:
+            raise TableError(f"there is no table {table.table_id!r}", "table/unknown")
+        if table.game is None:
+            raise TableError("no game is being played here", "table/no_game")
+        seat = table.seat_of(sender)
+        return list(decide(table.game, seat, command))
+
+    async def _append(self, events: Sequence[RecordEvent], command_id: str) -> None:
+        """Persist ``events`` and what chance makes due after them, then apply and publish."""
+        table = self.table
+        pending: list[tuple[Record, TableState, TableState]] = []
+        queue = list(events)
+        while queue:
+            event = queue.pop(0)
+            record = Record(1, table.game_number, event)
+            before = table
+            table = fold(table, record, table.seq + 1)
+            pending.append((record, before, table))
+            if not queue:
+                queue.extend(reveal_records(before, [event]))
+                if not queue:
+                    queue.extend(chance_records(table, self.rng, self.new_salt))
+        now = self.clock.now()
+        rows = [NewEvent(encode_record(record.event, record.game), now) for record, _, _ in pending]
+        summary = _summary(table)
+        await self.store.append(self.table.table_id, self.table.seq, rows, command_id, summary)
+        for record, before, after in pending:
+            self.table = after
+            await self.outbox.publish(before, after.seq, record, after)
+        if (
+            self.snapshot_every
+            and table.seq // self.snapshot_every > (table.seq - len(pending)) // self.snapshot_every
+        ):
+            await self.store.save_snapshot(table.table_id, table.seq, _to_snapshot(table))
+
+
+def _summary(table: TableState) -> TableSummary:
+    variant = table.created.variant if table.created is not None else ""
+    return TableSummary(table.table_id, variant, table.status, table.seats)

@@ -1,0 +1,85 @@
+"""Errors of the table layer. Every one carries a stable ``code`` for the error reply.
+
+::
+
+    TableError                       code namespace table/*
+    ├── UnknownTable                 table/unknown        no table with that id
+    ├── StaleSeq                     table/stale_seq      the command saw an older seq
+    ├── NotSeated                    table/not_seated     the sender has no seat here
+    └── StoreError                   store/*              the event store refused or failed
+        ├── SeqConflict              store/seq_conflict   someone else appended that seq
+        ├── StoreClosed              store/closed         the store was closed
+        └── StoreConfigError         store/config         a store URL that names no backend
+
+Rule violations come from the engine (``server.engine.errors``) with their own codes.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "NotSeated",
+    "SeqConflict",
+    "StaleSeq",
+    "StoreClosed",
+    "StoreConfigError",
+    "StoreError",
+    "TableError",
+    "UnknownTable",
+]
+
+
+class TableError(Exception):
+    """Base of the table layer's errors; ``code`` names it for clients."""
+
+    default_code = "table/error"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code or self.default_code
+        self.message = message
+
+
+class UnknownTable(TableError):
+    """No table has that id."""
+
+    default_code = "table/unknown"
+
+
+class StaleSeq(TableError):
+    """The command was sent against an older sequence number than the table's."""
+
+    default_code = "table/stale_seq"
+
+
+class NotSeated(TableError):
+    """The sender has no seat at the table."""
+
+    default_code = "table/not_seated"
+
+
+class StoreError(TableError):
+    """The event store refused an operation or failed."""
+
+    default_code = "store/error"
+
+
+class SeqConflict(StoreError):
+    """Another writer appended after the ``seq`` this writer saw; ``current`` is the last one."""
+
+    default_code = "store/seq_conflict"
+
+    def __init__(self, message: str, current: int) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+class StoreClosed(StoreError):
+    """The store was closed."""
+
+    default_code = "store/closed"
+
+
+class StoreConfigError(StoreError):
+    """A store URL or option that names no supported backend."""
+
+    default_code = "store/config"

@@ -1,0 +1,486 @@
+"""The event store for scale: PostgreSQL through asyncpg, one writer task, group commit.
+
+Theory of operation. Callers queue append and snapshot requests and await a future. One
+writer task takes the first request, then whatever else arrives within ``max_delay`` seconds
+(up to ``max_batch`` requests), and commits them in one transaction on its own connection:
+
+1. lock every table the batch appends to with a transaction-level advisory lock, in one
+   statement, in a fixed order (so writers in other processes neither pass the check together
+   nor deadlock);
+2. read the last ``seq`` of all those tables in one query (a new statement, so under READ
+   COMMITTED it sees every transaction that held the lock before us);
+3. walk the requests in queue order, in Python: a request whose ``after_seq`` is not its
+   table's last ``seq`` (counting the requests before it in the batch) fails alone with
+   ``SeqConflict``; the others get their seqs;
+4. write everything with one statement per kind: ``INSERT ... SELECT FROM unnest(...)`` for the
+   events, the table summaries and the snapshots, one ``UPDATE ... FROM unnest(...)`` for the
+   summaries' ``last_seq``.
+
+Only after ``COMMIT`` returns are the futures resolved: an acknowledged append is durable.
+A writer that does not take the locks (an older server, a hand-written ``INSERT``) can still
+race us to a ``seq``; the primary key then refuses the batch with a unique violation, and the
+writer redoes it request by request, each in its own savepoint, so only the loser fails, with
+``SeqConflict``.
+
+Reads use the connection pool directly. A batch holds at most ``max_batch`` advisory locks;
+PostgreSQL's lock table (``max_locks_per_transaction`` x connections) must have room for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from server.tables.errors import SeqConflict, StoreClosed
+from server.tables.store import NewEvent, Snapshot, StoredEvent, TableSummary
+
+__all__ = ["PostgresStore"]
+
+SCHEMA_VERSION = 1
+
+# First key of the two-key advisory locks this store takes ("Rami", "Ramh"), so that they
+# cannot collide with other users of advisory locks in the same database.
+_TABLE_LOCKS = 0x52616D69
+_SCHEMA_LOCK = 0x52616D68
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    table_id text NOT NULL,
+    seq bigint NOT NULL,
+    at double precision NOT NULL,
+    command_id text NOT NULL DEFAULT '',
+    payload bytea NOT NULL,
+    PRIMARY KEY (table_id, seq)
+);
+CREATE INDEX IF NOT EXISTS events_by_command ON events (table_id, command_id)
+    WHERE command_id <> '';
+CREATE TABLE IF NOT EXISTS snapshots (
+    table_id text PRIMARY KEY,
+    seq bigint NOT NULL,
+    payload bytea NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tables (
+    table_id text PRIMARY KEY,
+    variant text NOT NULL,
+    status text NOT NULL,
+    seats text[] NOT NULL,
+    last_seq bigint NOT NULL,
+    updated_at double precision NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL);
+"""
+
+_LOCK_TABLES = "SELECT count(pg_advisory_xact_lock($1, key)) FROM unnest($2::int4[]) AS key"
+
+_LAST_SEQS = """
+SELECT t.table_id,
+       COALESCE((SELECT max(e.seq) FROM events AS e WHERE e.table_id = t.table_id), 0)
+FROM unnest($1::text[]) AS t (table_id)
+"""
+
+_LAST_SEQ = "SELECT COALESCE(max(seq), 0) FROM events WHERE table_id = $1"
+
+_INSERT_EVENTS = """
+INSERT INTO events (table_id, seq, at, command_id, payload)
+SELECT * FROM unnest($1::text[], $2::bigint[], $3::float8[], $4::text[], $5::bytea[])
+"""
+
+# Seats travel as JSON text because unnest would flatten an array of arrays.
+_UPSERT_TABLES = """
+INSERT INTO tables (table_id, variant, status, seats, last_seq, updated_at)
+SELECT s.table_id, s.variant, s.status, ARRAY(SELECT jsonb_array_elements_text(s.seats::jsonb)),
+       s.last_seq, s.updated_at
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::float8[])
+    AS s (table_id, variant, status, seats, last_seq, updated_at)
+ON CONFLICT (table_id) DO UPDATE SET
+    variant = excluded.variant, status = excluded.status, seats = excluded.seats,
+    last_seq = excluded.last_seq, updated_at = excluded.updated_at
+"""
+
+_UPDATE_TABLES = """
+UPDATE tables AS t SET last_seq = u.last_seq, updated_at = u.updated_at
+FROM unnest($1::text[], $2::bigint[], $3::float8[]) AS u (table_id, last_seq, updated_at)
+WHERE t.table_id = u.table_id
+"""
+
+_UPSERT_SNAPSHOTS = """
+INSERT INTO snapshots (table_id, seq, payload)
+SELECT * FROM unnest($1::text[], $2::bigint[], $3::bytea[])
+ON CONFLICT (table_id) DO UPDATE SET seq = excluded.seq, payload = excluded.payload
+"""
+
+
+def _table_lock_key(table_id: str) -> int:
+    """The second advisory-lock key of a table: a stable 32-bit hash of its id."""
+    digest = hashlib.blake2b(table_id.encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+@dataclass
+class _Append:
+    table_id: str
+    after_seq: int
+    events: Sequence[NewEvent]
+    command_id: str
+    summary: TableSummary | None
+    future: asyncio.Future[int]
+
+
+@dataclass
+class _Snapshot:
+    table_id: str
+    seq: int
+    payload: bytes
+    future: asyncio.Future[int]
+
+
+_Request = _Append | _Snapshot
+_Outcome = tuple[_Request, BaseException | None, int]
+
+
+@dataclass
+class _Stats:
+    """Counters the benchmark reads: transactions, appends and commit times (seconds)."""
+
+    transactions: int = 0
+    appends: int = 0
+    commit_seconds: list[float] = field(default_factory=list)
+
+
+class PostgresStore:
+    """An ``EventStore`` in a PostgreSQL database; build it with ``await PostgresStore.open(url)``.
+
+    ``stats`` counts transactions, requests and commit times like ``SqliteStore.stats``.
+    """
+
+    def __init__(self, url: str, pool: Any, max_delay: float, max_batch: int) -> None:
+        self.url = url
+        self.max_delay = max_delay
+        self.max_batch = max(1, int(max_batch))
+        self.stats = _Stats()
+        self._pool = pool
+        self._closed = False
+        self._pending: deque[_Request] = deque()
+        self._arrived = asyncio.Event()
+        self._full = asyncio.Event()
+        self._connection: Any = None
+        self._writer = asyncio.create_task(self._write_loop(), name="postgres-writer")
+        self._writer.add_done_callback(self._fail_pending)
+
+    @classmethod
+    async def open(cls, url: str, max_delay: float = 0.0, max_batch: float = 512) -> PostgresStore:
+        """Open the store in the database at ``url``, creating its tables if they are missing.
+
+        ``max_delay`` is how long the writer waits for more appends to share a transaction;
+        ``max_batch`` caps the requests in one transaction.
+        """
+        pool = await asyncpg.create_pool(url, min_size=1, max_size=10)
+        try:
+            async with pool.acquire() as connection, connection.transaction():
+                # Concurrent CREATE ... IF NOT EXISTS can still collide: one process at a time.
+                await connection.execute("SELECT pg_advisory_xact_lock($1, 0)", _SCHEMA_LOCK)
+                await connection.execute(_SCHEMA)
+                await connection.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', $1)"
+                    " ON CONFLICT (key) DO NOTHING",
+                    str(SCHEMA_VERSION),
+                )
+        except BaseException:
+            pool.terminate()
+            raise
+        return cls(url, pool, max_delay, int(max_batch))
+
+    # Writing ---------------------------------------------------------------------------------
+
+    async def append(
+        self,
+        table_id: str,
+        after_seq: int,
+        events: Sequence[NewEvent],
+        command_id: str = "",
+        summary: TableSummary | None = None,
+    ) -> int:
+        """See ``EventStore.append``."""
+        future = self._future()
+        self._submit(_Append(table_id, after_seq, tuple(events), command_id, summary, future))
+        return await future
+
+    async def save_snapshot(self, table_id: str, seq: int, payload: bytes) -> None:
+        """See ``EventStore.save_snapshot``."""
+        future = self._future()
+        self._submit(_Snapshot(table_id, seq, payload, future))
+        await future
+
+    def _future(self) -> asyncio.Future[int]:
+        if self._closed:
+            raise StoreClosed("the event store is closed")
+        return asyncio.get_running_loop().create_future()
+
+    def _submit(self, request: _Request) -> None:
+        self._pending.append(request)
+        self._arrived.set()
+        if len(self._pending) >= self.max_batch:
+            self._full.set()
+
+    async def _write_loop(self) -> None:
+        while True:
+            while not self._pending:
+                if self._closed:
+                    return
+                self._arrived.clear()
+                await self._arrived.wait()
+            if len(self._pending) < self.max_batch and not self._closed:
+                self._full.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.max_delay):
+                        await self._full.wait()
+            size = min(len(self._pending), self.max_batch)
+            batch = [self._pending.popleft() for _ in range(size)]
+            await self._commit(batch)
+
+    def _fail_pending(self, writer: asyncio.Task[None]) -> None:
+        """If the writer ever stops, nobody may be left waiting for it."""
+        error = StoreClosed("the event store's writer stopped")
+        while self._pending:
+            _settle(self._pending.popleft().future, error, 0)
+
+    async def _commit(self, batch: list[_Request]) -> None:
+        started = time.perf_counter()
+        try:
+            outcomes = await self._write(batch)
+        except asyncio.CancelledError:
+            for request in batch:
+                request.future.cancel()
+            raise
+        except Exception as error:  # the whole transaction failed: nothing was written
+            for request in batch:
+                _settle(request.future, error, 0)
+            return
+        self.stats.transactions += 1
+        self.stats.appends += len(batch)
+        self.stats.commit_seconds.append(time.perf_counter() - started)
+        for request, outcome, value in outcomes:
+            _settle(request.future, outcome, value)
+
+    async def _write(self, batch: list[_Request]) -> list[_Outcome]:
+        """Commit ``batch`` in one transaction; return each request's outcome."""
+        if self._connection is None or self._connection.is_closed():
+            self._connection = await asyncpg.connect(self.url)
+        connection = self._connection
+        try:
+            try:
+                async with connection.transaction():
+                    await _lock_tables(connection, batch)
+                    return await _apply(connection, batch)
+            except asyncpg.UniqueViolationError:
+                async with connection.transaction():
+                    await _lock_tables(connection, batch)
+                    return await _apply_one_by_one(connection, batch)
+        except asyncpg.PostgresError:
+            raise  # the server rolled the transaction back; the connection is fine
+        except BaseException:
+            # A broken or interrupted connection: start the next batch on a fresh one.
+            self._connection = None
+            connection.terminate()
+            raise
+
+    # Reading ---------------------------------------------------------------------------------
+
+    def _readable_pool(self) -> Any:
+        if self._closed:
+            raise StoreClosed("the event store is closed")
+        return self._pool
+
+    async def read(self, table_id: str, after_seq: int = 0) -> list[StoredEvent]:
+        """See ``EventStore.read``."""
+        rows = await self._readable_pool().fetch(
+            "SELECT seq, at, command_id, payload FROM events"
+            " WHERE table_id = $1 AND seq > $2 ORDER BY seq",
+            table_id,
+            after_seq,
+        )
+        return [
+            StoredEvent(table_id, int(seq), float(at), str(command_id), bytes(payload))
+            for seq, at, command_id, payload in rows
+        ]
+
+    async def last_seq(self, table_id: str) -> int:
+        """See ``EventStore.last_seq``."""
+        return int(await self._readable_pool().fetchval(_LAST_SEQ, table_id))
+
+    async def command_seqs(self, table_id: str, command_id: str) -> tuple[int, int] | None:
+        """See ``EventStore.command_seqs``."""
+        if not command_id:
+            return None
+        # The repeated ``command_id <> ''`` lets a generic plan use the partial index.
+        row = await self._readable_pool().fetchrow(
+            "SELECT min(seq), max(seq) FROM events"
+            " WHERE table_id = $1 AND command_id = $2 AND command_id <> ''",
+            table_id,
+            command_id,
+        )
+        return None if row[0] is None else (int(row[0]), int(row[1]))
+
+    async def latest_snapshot(self, table_id: str) -> Snapshot | None:
+        """See ``EventStore.latest_snapshot``."""
+        row = await self._readable_pool().fetchrow(
+            "SELECT seq, payload FROM snapshots WHERE table_id = $1", table_id
+        )
+        return None if row is None else Snapshot(table_id, int(row[0]), bytes(row[1]))
+
+    async def tables(self) -> list[TableSummary]:
+        """See ``EventStore.tables``."""
+        rows = await self._readable_pool().fetch(
+            "SELECT table_id, variant, status, seats, last_seq, updated_at FROM tables"
+            " ORDER BY updated_at DESC, table_id"
+        )
+        return [
+            TableSummary(
+                str(table_id),
+                str(variant),
+                str(status),
+                tuple(str(seat) for seat in seats),
+                int(last_seq),
+                float(updated_at),
+            )
+            for table_id, variant, status, seats, last_seq, updated_at in rows
+        ]
+
+    async def close(self) -> None:
+        """See ``EventStore.close``: pending appends are committed first."""
+        if self._closed:
+            return
+        self._closed = True
+        self._arrived.set()
+        self._full.set()
+        try:
+            await self._writer
+        finally:
+            if self._connection is not None:
+                connection, self._connection = self._connection, None
+                await connection.close()
+            await self._pool.close()
+
+
+async def _lock_tables(connection: Any, batch: Sequence[_Request]) -> None:
+    """Take the advisory lock of every table ``batch`` appends to, in ascending key order."""
+    keys = sorted({_table_lock_key(r.table_id) for r in batch if isinstance(r, _Append)})
+    if keys:
+        await connection.execute(_LOCK_TABLES, _TABLE_LOCKS, keys)
+
+
+async def _apply(connection: Any, batch: Sequence[_Request]) -> list[_Outcome]:
+    """Check and write ``batch`` with one statement per kind of row; the caller holds the locks."""
+    table_ids = sorted({r.table_id for r in batch if isinstance(r, _Append)})
+    heads: dict[str, int] = {}
+    if table_ids:
+        heads = {
+            str(table_id): int(last)
+            for table_id, last in await connection.fetch(_LAST_SEQS, table_ids)
+        }
+    event_tables: list[str] = []
+    event_seqs: list[int] = []
+    event_times: list[float] = []
+    event_commands: list[str] = []
+    event_payloads: list[bytes] = []
+    # table_id -> [variant, status, seats as JSON, last_seq, updated_at], as the batch leaves it
+    summaries: dict[str, list[Any]] = {}
+    # table_id -> (last_seq, updated_at) for tables whose summary row is only touched
+    touched: dict[str, tuple[int, float]] = {}
+    snapshots: dict[str, tuple[int, bytes]] = {}
+    outcomes: list[_Outcome] = []
+    for request in batch:
+        if isinstance(request, _Snapshot):
+            snapshots[request.table_id] = (request.seq, request.payload)
+            outcomes.append((request, None, request.seq))
+            continue
+        table_id = request.table_id
+        current = heads[table_id]
+        if request.after_seq != current:
+            conflict = SeqConflict(
+                f"table {table_id!r} is at seq {current}, not {request.after_seq}", current
+            )
+            outcomes.append((request, conflict, 0))
+            continue
+        seq = current
+        for event in request.events:
+            seq += 1
+            event_tables.append(table_id)
+            event_seqs.append(seq)
+            event_times.append(event.at)
+            event_commands.append(request.command_id)
+            event_payloads.append(event.payload)
+        heads[table_id] = seq
+        summary = request.summary
+        if summary is not None:
+            updated_at = request.events[-1].at if request.events else summary.updated_at
+            summaries[table_id] = [
+                summary.variant,
+                summary.status,
+                json.dumps(list(summary.seats)),
+                seq,
+                updated_at,
+            ]
+            touched.pop(table_id, None)
+        elif request.events:
+            if table_id in summaries:
+                summaries[table_id][3:] = [seq, request.events[-1].at]
+            else:
+                touched[table_id] = (seq, request.events[-1].at)
+        outcomes.append((request, None, seq))
+    if event_tables:
+        await connection.execute(
+            _INSERT_EVENTS, event_tables, event_seqs, event_times, event_commands, event_payloads
+        )
+    if summaries:
+        columns = list(zip(*([table_id, *row] for table_id, row in summaries.items())))
+        await connection.execute(_UPSERT_TABLES, *(list(column) for column in columns))
+    if touched:
+        await connection.execute(
+            _UPDATE_TABLES,
+            list(touched),
+            [last for last, _ in touched.values()],
+            [at for _, at in touched.values()],
+        )
+    if snapshots:
+        await connection.execute(
+            _UPSERT_SNAPSHOTS,
+            list(snapshots),
+            [seq for seq, _ in snapshots.values()],
+            [payload for _, payload in snapshots.values()],
+        )
+    return outcomes
+
+
+async def _apply_one_by_one(connection: Any, batch: Sequence[_Request]) -> list[_Outcome]:
+    """The slow path after a unique violation: each request in its own savepoint."""
+    outcomes: list[_Outcome] = []
+    for request in batch:
+        try:
+            async with connection.transaction():
+                outcomes.extend(await _apply(connection, [request]))
+        except asyncpg.UniqueViolationError as error:
+            current = int(await connection.fetchval(_LAST_SEQ, request.table_id))
+            conflict = SeqConflict(
+                f"table {request.table_id!r}: that seq is already taken ({error})", current
+            )
+            outcomes.append((request, conflict, 0))
+    return outcomes
+
+
+def _settle(future: asyncio.Future[int], error: BaseException | None, value: int) -> None:
+    if future.done():  # the caller gave up waiting
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(value)

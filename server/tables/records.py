@@ -1,0 +1,167 @@
+"""What a table's log holds: table events, the engine's events, and their versioned encoding.
+
+Every row's payload is a msgpack ``Record``: a schema version, the game number the event
+belongs to (0 for events of the table itself) and the event. Table events cover a table's
+life outside the rules (creation, seats, the start of a game, a rematch, the fairness
+commitment and reveal); engine events are the ``server.engine`` events unchanged.
+
+Old logs stay readable: ``decode_record`` upgrades each older version to the current one
+(``_UPCASTERS``), so the rest of the server only ever sees current records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+import msgspec
+
+from server.engine.actions import Event as EngineEvent
+
+__all__ = [
+    "RECORD_VERSION",
+    "DeckCommitted",
+    "DeckRevealed",
+    "GameStarted",
+    "PlayerSat",
+    "PlayerStood",
+    "Record",
+    "RecordEvent",
+    "TableClosed",
+    "TableCreated",
+    "TableEvent",
+    "deck_commitment",
+    "decode_record",
+    "encode_record",
+]
+
+RECORD_VERSION = 1
+
+
+class TableCreated(msgspec.Struct, frozen=True, tag="table_created"):
+    """A table exists: its variant and options (validated), seats and settings."""
+
+    table_id: str
+    variant: str
+    options: dict[str, Any]
+    seats: int
+    host: str
+    private: bool = False
+    invite_code: str = ""
+    move_seconds: float = 0.0
+    """Move timer in seconds (0: no timer)."""
+
+
+class PlayerSat(msgspec.Struct, frozen=True, tag="player_sat"):
+    """``player`` took seat ``seat``."""
+
+    seat: int
+    player: str
+
+
+class PlayerStood(msgspec.Struct, frozen=True, tag="player_stood"):
+    """``player`` left seat ``seat``."""
+
+    seat: int
+    player: str
+
+
+class GameStarted(msgspec.Struct, frozen=True, tag="game_started"):
+    """Game number ``game`` begins with the players in their seats (a rematch is game 2, ...)."""
+
+    game: int
+    players: tuple[str, ...]
+
+
+class DeckCommitted(msgspec.Struct, frozen=True, tag="deck_committed"):
+    """Before a deal: the hash of salt + deck order, shown to every seat.
+
+    ``salt`` is kept in the server's log and stripped from every published copy until the
+    hand's ``DeckRevealed``.
+    """
+
+    game: int
+    hand: int
+    commitment: str
+    salt: str = ""
+
+
+class DeckRevealed(msgspec.Struct, frozen=True, tag="deck_revealed"):
+    """After a hand: the salt and the deck order, so anyone can check the commitment."""
+
+    game: int
+    hand: int
+    salt: str
+    order: tuple[int, ...]
+
+
+class TableClosed(msgspec.Struct, frozen=True, tag="table_closed"):
+    """The table is closed (everyone left, or an operator closed it)."""
+
+    reason: str
+
+
+TableEvent: TypeAlias = (
+    TableCreated
+    | PlayerSat
+    | PlayerStood
+    | GameStarted
+    | DeckCommitted
+    | DeckRevealed
+    | TableClosed
+)
+RecordEvent: TypeAlias = TableEvent | EngineEvent
+
+
+class Record(msgspec.Struct, frozen=True):
+    """One row of a table log: schema version, game number (0: table-level) and event."""
+
+    v: int
+    game: int
+    event: RecordEvent
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Record)
+_raw_decoder = msgspec.msgpack.Decoder(dict[str, Any])
+
+_UPCASTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+"""Version n -> a function turning a raw version-n record into a raw version-n+1 record."""
+
+
+def encode_record(event: RecordEvent, game: int = 0) -> bytes:
+    """The payload to store for ``event`` of game ``game``."""
+    return _encoder.encode(Record(RECORD_VERSION, game, event))
+
+
+def decode_record(payload: bytes) -> Record:
+    """Decode a stored payload, upgrading an older version to the current one.
+
+    Raises:
+        msgspec.DecodeError: the payload is not a record of a known version.
+    """
+    try:
+        record = _decoder.decode(payload)
+    except msgspec.ValidationError:
+        raw = _raw_decoder.decode(payload)
+        version = raw.get("v")
+        if not isinstance(version, int) or version >= RECORD_VERSION:
+            raise
+        while version < RECORD_VERSION:
+            raw = _UPCASTERS[version](raw)
+            version += 1
+            raw["v"] = version
+        return msgspec.convert(raw, Record)
+    if record.v != RECORD_VERSION:
+        raise msgspec.DecodeError(f"unknown record version {record.v!r}")
+    return record
+
+
+def deck_commitment(salt: str, order: tuple[int, ...]) -> str:
+    """The published commitment for a deck order: SHA-256 of the salt and the cards."""
+    digest = hashlib.sha256()
+    digest.update(salt.encode())
+    digest.update(b":")
+    digest.update(",".join(str(card) for card in order).encode())
+    return digest.hexdigest()

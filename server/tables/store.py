@@ -1,0 +1,141 @@
+"""The event store interface every backend implements, and ``open_store`` to pick one by URL.
+
+A table's whole life is its event stream: rows ``(table_id, seq)`` with ``seq`` counting from 1
+without gaps, each holding one encoded event, the server time it was appended and the id of
+the client command that produced it (empty for events the server produced by itself: deals,
+timers). Appends are optimistic: the writer says which ``seq`` it saw last, and the append
+fails with ``SeqConflict`` if anyone else has appended since, so two writers can never both
+take the same ``seq``. Snapshots are a cache of the folded state at some ``seq``.
+
+Backends group-commit: appends from every table that arrive within a few milliseconds share
+one transaction, and each caller is answered only after that transaction is durable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import msgspec
+
+from server.tables.errors import StoreConfigError
+
+__all__ = [
+    "EventStore",
+    "NewEvent",
+    "Snapshot",
+    "StoredEvent",
+    "TableSummary",
+    "open_store",
+]
+
+
+class NewEvent(msgspec.Struct, frozen=True):
+    """An event to append: its encoded form and the server time it happened."""
+
+    payload: bytes
+    at: float
+
+
+class StoredEvent(msgspec.Struct, frozen=True):
+    """One row of a table's stream."""
+
+    table_id: str
+    seq: int
+    at: float
+    command_id: str
+    payload: bytes
+
+
+class Snapshot(msgspec.Struct, frozen=True):
+    """The encoded state of a table after event ``seq``."""
+
+    table_id: str
+    seq: int
+    payload: bytes
+
+
+class TableSummary(msgspec.Struct, frozen=True):
+    """What ``ramino tables`` lists about a table; written with the append that changes it."""
+
+    table_id: str
+    variant: str
+    status: str
+    seats: tuple[str, ...]
+    last_seq: int = 0
+    updated_at: float = 0.0
+
+
+class EventStore(Protocol):
+    """Durable, append-only storage of table event streams."""
+
+    async def append(
+        self,
+        table_id: str,
+        after_seq: int,
+        events: Sequence[NewEvent],
+        command_id: str = "",
+        summary: TableSummary | None = None,
+    ) -> int:
+        """Append ``events`` as ``after_seq + 1, ...``; return the new last ``seq``.
+
+        The events and the summary are durable when this returns.
+
+        Raises:
+            SeqConflict: the table's last ``seq`` is not ``after_seq``.
+            StoreClosed: the store was closed.
+        """
+        ...
+
+    async def read(self, table_id: str, after_seq: int = 0) -> list[StoredEvent]:
+        """Every event of ``table_id`` after ``after_seq``, in order."""
+        ...
+
+    async def last_seq(self, table_id: str) -> int:
+        """The table's last ``seq`` (0 for a table with no events)."""
+        ...
+
+    async def command_seqs(self, table_id: str, command_id: str) -> tuple[int, int] | None:
+        """The first and last ``seq`` of the events command ``command_id`` produced, if any."""
+        ...
+
+    async def save_snapshot(self, table_id: str, seq: int, payload: bytes) -> None:
+        """Store the encoded state after ``seq`` (replacing older snapshots of the table)."""
+        ...
+
+    async def latest_snapshot(self, table_id: str) -> Snapshot | None:
+        """The most recent snapshot of ``table_id``, if any."""
+        ...
+
+    async def tables(self) -> list[TableSummary]:
+        """Every table with its latest summary, most recently active first."""
+        ...
+
+    async def close(self) -> None:
+        """Finish pending writes and release the backend."""
+        ...
+
+
+async def open_store(url: str, **options: float) -> EventStore:
+    """Open the store at ``url``: ``sqlite:///PATH`` (or a bare path) or ``postgresql://...``.
+
+    Raises:
+        StoreConfigError: the URL names no supported backend.
+    """
+    if url.startswith(("postgresql://", "postgres://")):
+        from server.tables.postgres_store import PostgresStore
+
+        return await PostgresStore.open(url, **options)
+    if url.startswith("sqlite://"):
+        path = url.removeprefix("sqlite://")
+        if path.startswith("/") and path[1:2] == "/":
+            path = path[1:]  # sqlite:////abs/path
+        elif path.startswith("/"):
+            path = path[1:] or ":memory:"  # sqlite:///relative/path
+    elif "://" in url:
+        raise StoreConfigError(f"unsupported store URL {url!r}: use sqlite:/// or postgresql://")
+    else:
+        path = url
+    from server.tables.sqlite_store import SqliteStore
+
+    return await SqliteStore.open(path, **options)

@@ -1,0 +1,80 @@
+"""Fixtures giving real event stores: a SQLite file and a throw-away PostgreSQL database."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from server.tables.store import EventStore, open_store
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "RAMINO_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+IN_CI = os.environ.get("CI") == "true"
+
+
+async def _postgres_available() -> str | None:
+    """None if PostgreSQL answers at ``POSTGRES_ADMIN_URL``, else the reason it does not."""
+    try:
+        import asyncpg
+
+        connection = await asyncpg.connect(POSTGRES_ADMIN_URL, timeout=5)
+    except Exception as error:  # any failure to reach the server means: not available
+        return f"PostgreSQL at {POSTGRES_ADMIN_URL} is not reachable: {error}"
+    await connection.close()
+    return None
+
+
+@pytest.fixture
+async def postgres_url() -> AsyncIterator[str]:
+    """A new, empty PostgreSQL database for one test, dropped afterwards."""
+    reason = await _postgres_available()
+    if reason is not None:
+        if IN_CI:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    import asyncpg
+
+    name = f"ramino_test_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(POSTGRES_ADMIN_URL)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    base, _, _ = POSTGRES_ADMIN_URL.rpartition("/")
+    try:
+        yield f"{base}/{name}"
+    finally:
+        admin = await asyncpg.connect(POSTGRES_ADMIN_URL)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A SQLite store file in a fresh temporary folder."""
+    return f"sqlite:///{tmp_path / 'events.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest) -> str:
+    """The URL of each real store in turn."""
+    name = f"{request.param}_url"
+    url: str = request.getfixturevalue(name)
+    return url
+
+
+@pytest.fixture
+async def store(store_url: str) -> AsyncIterator[EventStore]:
+    """An open store of each kind, closed after the test."""
+    opened = await open_store(store_url)
+    try:
+        yield opened
+    finally:
+        await opened.close()

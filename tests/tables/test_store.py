@@ -1,0 +1,128 @@
+"""The event stores (SQLite file and PostgreSQL) keep the same promises."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from server.tables.errors import SeqConflict, StoreClosed
+from server.tables.store import EventStore, NewEvent, TableSummary, open_store
+
+
+def _events(*payloads: bytes, at: float = 1.0) -> list[NewEvent]:
+    return [NewEvent(payload=payload, at=at + index) for index, payload in enumerate(payloads)]
+
+
+async def test_appended_events_read_back_in_order_with_their_seq(store: EventStore) -> None:
+    """Events get consecutive seqs from 1 and read back with time, command id and payload."""
+    last = await store.append("t1", 0, _events(b"a", b"b"), command_id="c1")
+    last = await store.append("t1", last, _events(b"c", at=5.0))
+    rows = await store.read("t1")
+    expected = [(1, 1.0, "c1", b"a"), (2, 2.0, "c1", b"b"), (3, 5.0, "", b"c")]
+    assert expected == [(row.seq, row.at, row.command_id, row.payload) for row in rows]
+    assert 3 == last == await store.last_seq("t1")
+    assert [3] == [row.seq for row in await store.read("t1", after_seq=2)]
+
+
+async def test_an_append_after_an_old_seq_is_refused_and_changes_nothing(
+    store: EventStore,
+) -> None:
+    """A writer that did not see the latest event gets SeqConflict with the current seq."""
+    await store.append("t1", 0, _events(b"a", b"b"))
+    with pytest.raises(SeqConflict) as caught:
+        await store.append("t1", 1, _events(b"x"))
+    assert 2 == caught.value.current
+    assert "store/seq_conflict" == caught.value.code
+    assert [b"a", b"b"] == [row.payload for row in await store.read("t1")]
+
+
+async def test_an_append_past_the_end_is_refused(store: EventStore) -> None:
+    """No gap can open in a stream: after_seq must be the last seq exactly."""
+    with pytest.raises(SeqConflict):
+        await store.append("t1", 3, _events(b"a"))
+    assert 0 == await store.last_seq("t1")
+
+
+async def test_racing_writers_for_one_seq_produce_exactly_one_winner(store: EventStore) -> None:
+    """Of many concurrent appends after the same seq, one commits and the rest conflict."""
+    await store.append("t1", 0, _events(b"first"))
+    results = await asyncio.gather(
+        *(store.append("t1", 1, _events(bytes([n]))) for n in range(20)),
+        return_exceptions=True,
+    )
+    winners = [result for result in results if result == 2]
+    conflicts = [result for result in results if isinstance(result, SeqConflict)]
+    assert (1, 19) == (len(winners), len(conflicts))
+    assert [1, 2] == [row.seq for row in await store.read("t1")]
+
+
+async def test_concurrent_tables_append_independently(store: EventStore) -> None:
+    """Appends to 200 tables at once all succeed and each stream holds its own events."""
+
+    async def play(table: int) -> int:
+        last = 0
+        for move in range(5):
+            last = await store.append(f"t{table}", last, _events(f"{table}:{move}".encode()))
+        return last
+
+    results = await asyncio.gather(*(play(table) for table in range(200)))
+    assert [5] * 200 == results
+    rows = await store.read("t137")
+    assert [f"137:{move}".encode() for move in range(5)] == [row.payload for row in rows]
+
+
+async def test_a_command_id_finds_the_events_it_produced(store: EventStore) -> None:
+    """The seqs a command produced are found by its id; an unknown id finds nothing."""
+    await store.append("t1", 0, _events(b"a"), command_id="join")
+    await store.append("t1", 1, _events(b"b", b"c"), command_id="move-1")
+    assert (2, 3) == await store.command_seqs("t1", "move-1")
+    assert await store.command_seqs("t1", "move-2") is None
+    assert await store.command_seqs("t2", "move-1") is None
+
+
+async def test_the_latest_snapshot_replaces_older_ones(store: EventStore) -> None:
+    """A table keeps its most recent snapshot."""
+    assert await store.latest_snapshot("t1") is None
+    await store.save_snapshot("t1", 10, b"ten")
+    await store.save_snapshot("t1", 20, b"twenty")
+    snapshot = await store.latest_snapshot("t1")
+    assert snapshot is not None
+    assert (20, b"twenty") == (snapshot.seq, snapshot.payload)
+
+
+async def test_table_summaries_list_the_most_recent_first(store: EventStore) -> None:
+    """Summaries written with appends list tables with their last seq, newest first."""
+    old = TableSummary("old", "basic", "playing", ("ann", "bob"))
+    new = TableSummary("new", "gin", "waiting", ("cy",))
+    await store.append("old", 0, _events(b"a", at=10.0), summary=old)
+    await store.append("new", 0, _events(b"a", at=20.0), summary=new)
+    await store.append("old", 1, _events(b"b", at=30.0))
+    listed = await store.tables()
+    expected = [
+        ("old", "basic", "playing", ("ann", "bob"), 2, 30.0),
+        ("new", "gin", "waiting", ("cy",), 1, 20.0),
+    ]
+    assert expected == [
+        (t.table_id, t.variant, t.status, t.seats, t.last_seq, t.updated_at) for t in listed
+    ]
+
+
+async def test_events_survive_closing_and_reopening(store_url: str) -> None:
+    """What an append acknowledged is there after the store is reopened."""
+    first = await open_store(store_url)
+    await first.append("t1", 0, _events(b"a", b"b"))
+    await first.close()
+    second = await open_store(store_url)
+    try:
+        assert [b"a", b"b"] == [row.payload for row in await second.read("t1")]
+    finally:
+        await second.close()
+
+
+async def test_a_closed_store_refuses_appends(store_url: str) -> None:
+    """After close, appends fail with a coded error instead of hanging."""
+    opened = await open_store(store_url)
+    await opened.close()
+    with pytest.raises(StoreClosed):
+        await opened.append("t1", 0, _events(b"a"))
