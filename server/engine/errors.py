@@ -16,6 +16,7 @@ other exception.
 from __future__ import annotations
 
 __all__ = [
+    "CodedError",
     "EngineError",
     "IllegalMoveError",
     "InvalidMeldError",
@@ -25,10 +26,13 @@ __all__ = [
 ]
 
 
-class EngineError(Exception):
-    """Base of every error the engine raises on purpose; ``code`` names it for clients."""
+class CodedError(Exception):
+    """An error a client is told about: ``code`` (stable, namespaced) and ``message``.
 
-    default_code = "engine/error"
+    The base of the engine's errors and of the table layer's.
+    """
+
+    default_code = "error"
 
     def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(message)
@@ -37,6 +41,12 @@ class EngineError(Exception):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r}, code={self.code!r})"
+
+
+class EngineError(CodedError):
+    """Base of every error the engine raises on purpose; ``code`` names it for clients."""
+
+    default_code = "engine/error"
 
 
 class NotationError(EngineError, ValueError):

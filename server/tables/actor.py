@@ -29,7 +29,8 @@ from typing import Protocol
 
 import msgspec
 
-from server.engine import Command, EngineError, decide
+from server.engine import Command, decide
+from server.engine.errors import CodedError
 from server.engine.position import from_position, to_position
 from server.tables.errors import StaleSeq, TableError
 from server.tables.records import (
@@ -248,7 +249,7 @@ class TableActor:
                     f"you saw seq {job.last_seq}, the table is at {table.seq}: resync",
                 )
             events = self._decide(table, job.sender, job.command)
-        except (EngineError, TableError) as error:
+        except CodedError as error:
             return Reply(False, job.command_id, table.seq, code=error.code, message=error.message)
         first = table.seq + 1
         await self._append(events, job.command_id)

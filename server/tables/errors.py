@@ -16,6 +16,8 @@ Rule violations come from the engine (``server.engine.errors``) with their own c
 
 from __future__ import annotations
 
+from server.engine.errors import CodedError
+
 __all__ = [
     "NotSeated",
     "SeqConflict",
@@ -28,15 +30,10 @@ __all__ = [
 ]
 
 
-class TableError(Exception):
+class TableError(CodedError):
     """Base of the table layer's errors; ``code`` names it for clients."""
 
     default_code = "table/error"
-
-    def __init__(self, message: str, code: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code or self.default_code
-        self.message = message
 
 
 class UnknownTable(TableError):

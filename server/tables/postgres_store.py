@@ -35,13 +35,13 @@ import json
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 
 from server.tables.errors import SeqConflict, StoreClosed
-from server.tables.store import NewEvent, Snapshot, StoredEvent, TableSummary
+from server.tables.store import NewEvent, Snapshot, StoredEvent, StoreStats, TableSummary
 
 __all__ = ["PostgresStore"]
 
@@ -147,15 +147,6 @@ _Request = _Append | _Snapshot
 _Outcome = tuple[_Request, BaseException | None, int]
 
 
-@dataclass
-class _Stats:
-    """Counters the benchmark reads: transactions, appends and commit times (seconds)."""
-
-    transactions: int = 0
-    appends: int = 0
-    commit_seconds: list[float] = field(default_factory=list)
-
-
 class PostgresStore:
     """An ``EventStore`` in a PostgreSQL database; build it with ``await PostgresStore.open(url)``.
 
@@ -166,7 +157,7 @@ class PostgresStore:
         self.url = url
         self.max_delay = max_delay
         self.max_batch = max(1, int(max_batch))
-        self.stats = _Stats()
+        self.stats = StoreStats()
         self._pool = pool
         self._closed = False
         self._pending: deque[_Request] = deque()

@@ -26,11 +26,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from server.tables.errors import SeqConflict, StoreClosed
-from server.tables.store import NewEvent, Snapshot, StoredEvent, TableSummary
+from server.tables.store import NewEvent, Snapshot, StoredEvent, StoreStats, TableSummary
 
 __all__ = ["SqliteStore"]
 
@@ -96,15 +96,6 @@ _STOP = object()
 _Done = Callable[[BaseException | None, int], None]
 
 
-@dataclass
-class _Stats:
-    """Counters the benchmark reads: transactions, appends and commit times (seconds)."""
-
-    transactions: int = 0
-    appends: int = 0
-    commit_seconds: list[float] = field(default_factory=list)
-
-
 class SqliteStore:
     """An ``EventStore`` in one SQLite file. Build it with ``await SqliteStore.open(path)``."""
 
@@ -112,7 +103,7 @@ class SqliteStore:
         self.path = path
         self.max_delay = max_delay
         self.max_batch = int(max_batch)
-        self.stats = _Stats()
+        self.stats = StoreStats()
         self._requests: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._closed = False
         self._writer_connection = _connect(path)

@@ -14,6 +14,7 @@ one transaction, and each caller is answered only after that transaction is dura
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import msgspec
@@ -24,6 +25,7 @@ __all__ = [
     "EventStore",
     "NewEvent",
     "Snapshot",
+    "StoreStats",
     "StoredEvent",
     "TableSummary",
     "open_store",
@@ -53,6 +55,15 @@ class Snapshot(msgspec.Struct, frozen=True):
     table_id: str
     seq: int
     payload: bytes
+
+
+@dataclass
+class StoreStats:
+    """Counters a store keeps for benchmarks: transactions, requests and commit times (s)."""
+
+    transactions: int = 0
+    appends: int = 0
+    commit_seconds: list[float] = field(default_factory=list)
 
 
 class TableSummary(msgspec.Struct, frozen=True):
