@@ -27,9 +27,8 @@ from server.engine import (
     UpcardPassed,
     format_card,
     format_cards,
-    format_face,
-    is_joker,
 )
+from server.engine.actions import format_spec
 from server.engine.views import HIDDEN
 
 __all__ = ["describe_event", "describe_spec"]
@@ -49,12 +48,7 @@ _KNOCK_REASONS = {
 }
 
 
-def describe_spec(spec: MeldSpec) -> str:
-    """A meld as ``7H 8H JK=9H``."""
-    return " ".join(
-        f"{format_card(card)}={format_face(face)}" if is_joker(card) else format_card(card)
-        for card, face in zip(spec.cards, spec.faces)
-    )
+describe_spec = format_spec
 
 
 def _card(card: int) -> str:

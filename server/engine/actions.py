@@ -13,7 +13,7 @@ from typing import TypeAlias
 
 import msgspec
 
-from server.engine.cards import Card, Face, format_card, format_cards, format_face
+from server.engine.cards import Card, Face, format_card, format_face, is_joker
 
 __all__ = [
     "Claim",
@@ -47,6 +47,7 @@ __all__ = [
     "TookDiscard",
     "UpcardPassed",
     "describe_command",
+    "format_spec",
 ]
 
 
@@ -307,9 +308,10 @@ Event: TypeAlias = (
 )
 
 
-def _format_spec(spec: MeldSpec) -> str:
+def format_spec(spec: MeldSpec) -> str:
+    """A meld in card notation, jokers with the card they stand for: ``7H 8H JK=9H``."""
     return " ".join(
-        format_card(card) if card & 63 == face else f"{format_card(card)}={format_face(face)}"
+        f"{format_card(card)}={format_face(face)}" if is_joker(card) else format_card(card)
         for card, face in zip(spec.cards, spec.faces)
     )
 
@@ -322,9 +324,9 @@ def describe_command(command: Command) -> str:
         case TakeDiscard(count=count):
             return "take discard" if count == 1 else f"take {count} from discard pile"
         case Meld(melds=melds):
-            return "meld " + " ".join(f"[{_format_spec(spec)}]" for spec in melds)
+            return "meld " + " ".join(f"[{format_spec(spec)}]" for spec in melds)
         case LayOff(card=card, target=target, face=face):
-            shown = _format_spec(MeldSpec((card,), (face,)))
+            shown = format_spec(MeldSpec((card,), (face,)))
             return f"lay off {shown} on meld {target}"
         case SwapJoker(card=card, target=target):
             return f"swap {format_card(card)} for the joker in meld {target}"
@@ -337,8 +339,3 @@ def describe_command(command: Command) -> str:
         case Knock(card=card):
             return "knock (big gin)" if card < 0 else f"knock, discarding {format_card(card)}"
     raise AssertionError(f"unknown command {command!r}")  # pragma: no cover
-
-
-def describe_cards(cards: tuple[Card, ...]) -> str:
-    """Cards in notation, for messages."""
-    return format_cards(cards)
