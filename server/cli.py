@@ -1,19 +1,22 @@
 """The ``ramino`` command.
 
 Subcommands: ``variants`` (presets and options), ``simulate`` (random playouts with invariant
-checks) and ``demo`` (a game played by bots, printed move by move). Exit status: 0 on success,
-1 when a simulation finds invariant violations, 2 for bad arguments, variants or options
-(the message names the error code).
+checks) and ``demo`` (a game played by bots, printed move by move); over an event store,
+``tables`` (every table), ``replay`` (a table's log as one viewer saw it, as text or JSON) and
+``verify-deal`` (the fairness check of each hand's deck). Exit status: 0 on success, 1 when a
+simulation finds invariant violations or a deal fails its check, 2 for bad arguments,
+variants, options, stores or replay requests (the message names the error code).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import random
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.engine import (
     OPTIONS,
@@ -34,6 +37,10 @@ from server.engine import (
 )
 from server.engine.variants import parse_option_value
 from server.narration import describe_event
+from server.tables.errors import TableError
+
+if TYPE_CHECKING:
+    from server.tables.replay import LogRow
 
 __all__ = ["main"]
 
@@ -157,6 +164,62 @@ def _command_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _read_log(url: str, table_id: str) -> list[LogRow]:
+    from server.tables.replay import open_existing_store, read_rows
+
+    store = await open_existing_store(url)
+    try:
+        return await read_rows(store, table_id)
+    finally:
+        await store.close()
+
+
+def _command_replay(args: argparse.Namespace) -> int:
+    from server.tables.replay import format_line, parse_viewer, replay_rows
+
+    rows = asyncio.run(_read_log(args.store, args.table))
+    viewer = parse_viewer(args.viewer, rows)
+    lines = replay_rows(rows, viewer, hand=args.hand, to_seq=args.to, game=args.game)
+    for line in lines:
+        print(json.dumps(line.to_json()) if args.format == "json" else format_line(line))
+    return 0
+
+
+def _command_verify_deal(args: argparse.Namespace) -> int:
+    from server.tables.replay import format_deal_check, verify_deals
+
+    rows = asyncio.run(_read_log(args.store, args.table))
+    checks = verify_deals(rows, hand=args.hand, game=args.game)
+    if args.json:
+        print(json.dumps([check.to_json() for check in checks], indent=2))
+    else:
+        for check in checks:
+            print(format_deal_check(check))
+        if not checks:
+            print(f"table {args.table}: no hand has been dealt yet")
+    return 1 if any(check.mismatch for check in checks) else 0
+
+
+def _command_tables(args: argparse.Namespace) -> int:
+    from server.tables.replay import format_summary, open_existing_store, summary_to_json
+    from server.tables.store import TableSummary
+
+    async def read() -> list[TableSummary]:
+        store = await open_existing_store(args.store)
+        try:
+            return await store.tables()
+        finally:
+            await store.close()
+
+    summaries = asyncio.run(read())
+    if args.json:
+        print(json.dumps([summary_to_json(summary) for summary in summaries], indent=2))
+    else:
+        for line in format_summary(summaries):
+            print(line)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ramino`` command."""
     parser = argparse.ArgumentParser(
@@ -195,6 +258,46 @@ def build_parser() -> argparse.ArgumentParser:
         "--show-hands", action="store_true", help="print the hand of the seat to move"
     )
     demo.set_defaults(handler=_command_demo)
+
+    store_help = "sqlite:///relative.db, sqlite:////abs/path.db or postgresql://user@host/db"
+    tables = commands.add_parser("tables", help="list the tables of an event store")
+    tables.add_argument("--store", required=True, metavar="URL", help=store_help)
+    tables.add_argument("--json", action="store_true", help="machine-readable output")
+    tables.set_defaults(handler=_command_tables)
+
+    replay = commands.add_parser(
+        "replay", help="a table's log as one seat, a spectator or everyone may see it"
+    )
+    replay.add_argument("--store", required=True, metavar="URL", help=store_help)
+    replay.add_argument("--table", required=True, metavar="ID")
+    replay.add_argument(
+        "--game", type=int, default=None, metavar="G", help="only game G (a rematch is game 2)"
+    )
+    replay.add_argument(
+        "--hand", type=int, default=None, metavar="N", help="only hand N (of the last game)"
+    )
+    replay.add_argument("--to", type=int, default=None, metavar="SEQ", help="stop at seq SEQ")
+    replay.add_argument(
+        "--as",
+        dest="viewer",
+        default="spectator",
+        metavar="SEAT|spectator|all",
+        help="a seat number or player name, a spectator (default), or all (finished hands only)",
+    )
+    replay.add_argument("--format", choices=["text", "json"], default="text")
+    replay.set_defaults(handler=_command_replay)
+
+    verify = commands.add_parser(
+        "verify-deal", help="check each revealed deck against the commitment made before the deal"
+    )
+    verify.add_argument("--store", required=True, metavar="URL", help=store_help)
+    verify.add_argument("--table", required=True, metavar="ID")
+    verify.add_argument("--game", type=int, default=None, metavar="G")
+    verify.add_argument(
+        "--hand", type=int, default=None, metavar="N", help="only hand N (of the last game)"
+    )
+    verify.add_argument("--json", action="store_true", help="machine-readable output")
+    verify.set_defaults(handler=_command_verify_deal)
     return parser
 
 
@@ -203,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         status: int = args.handler(args)
-    except EngineError as error:
+    except (EngineError, TableError) as error:
         print(f"ramino: error [{error.code}]: {error.message}", file=sys.stderr)
         return 2
     except BrokenPipeError:

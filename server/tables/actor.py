@@ -29,11 +29,12 @@ from typing import Protocol
 
 import msgspec
 
-from server.engine import Command, decide
+from server.engine import Command, HandEnded, decide
 from server.engine.errors import CodedError
 from server.engine.position import from_position, to_position
 from server.tables.errors import StaleSeq, TableError
 from server.tables.records import (
+    RECORD_VERSION,
     Record,
     RecordEvent,
     TableCreated,
@@ -242,7 +243,7 @@ class TableActor:
         if job.command_id:
             seqs = await self.store.command_seqs(table.table_id, job.command_id)
             if seqs is not None:
-                return Reply(True, job.command_id, table.seq, seqs[0], duplicate=True)
+                return Reply(True, job.command_id, seqs[1], seqs[0], duplicate=True)
         try:
             if job.last_seq is not None and job.last_seq != table.seq:
                 raise StaleSeq(
@@ -272,14 +273,21 @@ class TableActor:
         table = self.table
         pending: list[tuple[Record, TableState, TableState]] = []
         queue = list(events)
+        ended: list[tuple[TableState, RecordEvent]] = []
         while queue:
             event = queue.pop(0)
-            record = Record(1, table.game_number, event)
+            record = Record(RECORD_VERSION, table.game_number, event)
             before = table
             table = fold(table, record, table.seq + 1)
             pending.append((record, before, table))
+            if isinstance(event, HandEnded):
+                ended.append((before, event))
             if not queue:
-                queue.extend(reveal_records(before, [event]))
+                # A finished hand's deck is revealed (after its HandEnded and any GameEnded),
+                # then chance deals the next hand if one is due.
+                for state_then, hand_end in ended:
+                    queue.extend(reveal_records(state_then, [hand_end]))
+                ended.clear()
                 if not queue:
                     queue.extend(chance_records(table, self.rng, self.new_salt))
         now = self.clock.now()

@@ -139,23 +139,28 @@ def decode_record(payload: bytes) -> Record:
     """Decode a stored payload, upgrading an older version to the current one.
 
     Raises:
-        msgspec.DecodeError: the payload is not a record of a known version.
+        msgspec.DecodeError: the payload is not a record of a known version (a
+            ``msgspec.ValidationError``, its subclass, when it parses but does not fit).
     """
     try:
         record = _decoder.decode(payload)
     except msgspec.ValidationError:
-        raw = _raw_decoder.decode(payload)
-        version = raw.get("v")
-        if not isinstance(version, int) or version >= RECORD_VERSION:
-            raise
-        while version < RECORD_VERSION:
-            raw = _UPCASTERS[version](raw)
-            version += 1
-            raw["v"] = version
-        return msgspec.convert(raw, Record)
-    if record.v != RECORD_VERSION:
-        raise msgspec.DecodeError(f"unknown record version {record.v!r}")
-    return record
+        record = None
+    if record is not None and record.v == RECORD_VERSION:
+        return record
+    raw = _raw_decoder.decode(payload)
+    version = raw.get("v")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise msgspec.ValidationError(f"a record needs an integer version, got {version!r}")
+    if version >= RECORD_VERSION or any(
+        step not in _UPCASTERS for step in range(version, RECORD_VERSION)
+    ):
+        raise msgspec.DecodeError(f"unknown record version {version!r}")
+    while version < RECORD_VERSION:
+        raw = _UPCASTERS[version](raw)
+        version += 1
+        raw["v"] = version
+    return msgspec.convert(raw, Record)
 
 
 def deck_commitment(salt: str, order: tuple[int, ...]) -> str:
