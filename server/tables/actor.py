@@ -35,6 +35,7 @@ from server.engine.position import from_position, to_position
 from server.tables.errors import StaleSeq, TableError
 from server.tables.records import (
     RECORD_VERSION,
+    GameStarted,
     Record,
     RecordEvent,
     TableCreated,
@@ -276,7 +277,8 @@ class TableActor:
         ended: list[tuple[TableState, RecordEvent]] = []
         while queue:
             event = queue.pop(0)
-            record = Record(RECORD_VERSION, table.game_number, event)
+            game = event.game if isinstance(event, GameStarted) else table.game_number
+            record = Record(RECORD_VERSION, game, event)
             before = table
             table = fold(table, record, table.seq + 1)
             pending.append((record, before, table))

@@ -6,10 +6,13 @@
     ├── UnknownTable                 table/unknown        no table with that id
     ├── StaleSeq                     table/stale_seq      the command saw an older seq
     ├── NotSeated                    table/not_seated     the sender has no seat here
+    ├── ReplayError                  replay/*             a replay or deal check not possible as
+    │                                                     asked (replay/hand_in_progress, ...)
     └── StoreError                   store/*              the event store refused or failed
         ├── SeqConflict              store/seq_conflict   someone else appended that seq
         ├── StoreClosed              store/closed         the store was closed
         └── StoreConfigError         store/config         a store URL that names no backend
+                                                          (also store/not_found: no such file)
 
 Rule violations come from the engine (``server.engine.errors``) with their own codes.
 """
@@ -20,6 +23,7 @@ from server.engine.errors import CodedError
 
 __all__ = [
     "NotSeated",
+    "ReplayError",
     "SeqConflict",
     "StaleSeq",
     "StoreClosed",
@@ -52,6 +56,12 @@ class NotSeated(TableError):
     """The sender has no seat at the table."""
 
     default_code = "table/not_seated"
+
+
+class ReplayError(TableError):
+    """A replay or check that cannot be done as asked; ``code`` is ``replay/*``."""
+
+    default_code = "replay/error"
 
 
 class StoreError(TableError):

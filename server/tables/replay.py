@@ -11,7 +11,8 @@ actor did, and shows each selected row as one viewer may see it:
   selected rows include a hand the log has not seen end.
 
 For every viewer the salt of ``DeckCommitted`` is stripped (the hand's ``DeckRevealed`` carries
-it) and so is the invite code of a private table, except for ``"all"``.
+it), and so is the invite code of a private table except for ``"all"``. A ``DeckRevealed``
+logged before its hand ended (the actor never writes one) is hidden from all but ``"all"``.
 
 Each row is attributed to a game and a hand: ``GameStarted``, ``DeckCommitted`` and
 ``DeckRevealed`` name theirs; engine events belong to the hand dealt last in their game
@@ -45,7 +46,7 @@ from server.engine.actions import Event as EngineEvent
 from server.engine.cards import card_copy
 from server.engine.views import HIDDEN
 from server.narration import describe_event
-from server.tables.errors import StoreError, TableError, UnknownTable
+from server.tables.errors import ReplayError, StoreError, UnknownTable
 from server.tables.records import (
     DeckCommitted,
     DeckRevealed,
@@ -88,12 +89,6 @@ EVERYTHING: Final = "all"
 
 Viewer: TypeAlias = int | Literal["spectator", "all"]
 """A seat number, a spectator, or everything (the operator's unredacted view)."""
-
-
-class ReplayError(TableError):
-    """A replay or check that cannot be done as asked; ``code`` is ``replay/*``."""
-
-    default_code = "replay/error"
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 import re
@@ -187,6 +188,22 @@ async def test_a_seat_never_sees_another_seats_hidden_cards_in_text_or_json(
                 assert own <= _shown(line), (viewer, line)
 
 
+async def test_a_reveal_logged_before_the_hands_end_is_hidden_from_the_seats(
+    rows: list[LogRow],
+) -> None:
+    """A ``DeckRevealed`` moved to just after its deal shows the seats no card of the deck."""
+    reveal = next(row for row in rows if isinstance(row.record.event, DeckRevealed))
+    deal = next(row for row in rows if isinstance(row.record.event, Dealt))
+    moved = [row for row in rows if row is not reveal]
+    moved.insert(moved.index(deal) + 1, reveal)
+    renumbered = [dataclasses.replace(row, seq=seq) for seq, row in enumerate(moved, 1)]
+    line = replay_rows(renumbered, 0, to_seq=deal.seq + 1)[-1]
+    assert isinstance(line.event, DeckRevealed)
+    expected = ("", {HIDDEN})
+    assert expected == (line.event.salt, set(line.event.order))
+    assert "BEFORE the hand ended" in line.text
+
+
 async def test_everything_is_shown_for_a_finished_game(rows: list[LogRow]) -> None:
     """``all`` replays a finished game unredacted: every card of every deal is shown."""
     lines = replay_rows(rows, "all", game=1)
@@ -247,13 +264,10 @@ async def test_an_unknown_seat_is_refused(rows: list[LogRow]) -> None:
 
 
 async def test_verify_deal_passes_on_a_real_game(rows: list[LogRow]) -> None:
-    """Every revealed hand checks out; the rematch's hand in progress is not revealed yet."""
+    """Both hands of the finished game check out; the rematch's hand in progress is unrevealed."""
     checks = verify_deals(rows)
-    assert [] == [check for check in checks if check.mismatch]
-    expected_first = ("ok", 1, 1)
-    assert expected_first == (checks[0].status, checks[0].game, checks[0].hand)
-    expected_last = ("in_progress", 2, 1)
-    assert expected_last == (checks[-1].status, checks[-1].game, checks[-1].hand)
+    expected = [("ok", 1, 1), ("ok", 1, 2), ("in_progress", 2, 1)]
+    assert expected == [(check.status, check.game, check.hand) for check in checks]
 
 
 async def test_verify_deal_reports_a_deal_that_is_not_the_committed_one(
@@ -328,10 +342,11 @@ def test_verify_deal_exits_1_after_a_forged_reveal(
         store = await open_store(sqlite_game)
         try:
             rows = await read_rows(store, "t1")
-            (reveal,) = (
+            reveal = next(
                 row.record.event
                 for row in rows
-                if isinstance(row.record.event, DeckRevealed) and row.record.event.game == 1
+                if isinstance(row.record.event, DeckRevealed)
+                and (row.record.event.game, row.record.event.hand) == (1, 1)
             )
             forged = DeckRevealed(
                 game=1, hand=1, salt=reveal.salt, order=tuple(reversed(reveal.order))
