@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import secrets
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ import msgspec
 
 from server.engine import Command, HandEnded, decide
 from server.engine.errors import CodedError
+from server.engine.game import Phase, awaiting
 from server.engine.position import from_position, to_position
 from server.tables.errors import StaleSeq, TableError
 from server.tables.records import (
@@ -57,26 +59,9 @@ from server.tables.table import (
     fold,
     reveal_records,
 )
+from server.tables.timers import Clock, SystemClock, auto_command, deadline
 
-__all__ = ["Clock", "Outbox", "Reply", "SystemClock", "TableActor", "load_table"]
-
-
-class Clock(Protocol):
-    """Where the actor reads the time (injected, so tests control it)."""
-
-    def now(self) -> float:
-        """Seconds since the epoch."""
-        ...
-
-
-class SystemClock:
-    """The real clock."""
-
-    def now(self) -> float:
-        """Seconds since the epoch."""
-        import time
-
-        return time.time()
+__all__ = ["Outbox", "Reply", "TableActor", "load_table"]
 
 
 class Outbox(Protocol):
@@ -103,6 +88,13 @@ class Reply(msgspec.Struct, frozen=True):
 
 
 @dataclass
+class _Timeout:
+    """The table's timer ran out while the table was at ``seq``."""
+
+    seq: int
+
+
+@dataclass
 class _Job:
     sender: str
     command_id: str
@@ -111,6 +103,7 @@ class _Job:
     reply: asyncio.Future[Reply]
 
 
+_log = logging.getLogger(__name__)
 _SNAPSHOT = msgspec.msgpack.Encoder()
 _TABLE_COMMANDS = (CreateTable, Sit, Stand, StartGame, Rematch)
 
@@ -179,6 +172,8 @@ class TableActor:
         rng: random.Random | None = None,
         snapshot_every: int = 200,
         new_salt: Callable[[], str] | None = None,
+        claim_seconds: float = 10.0,
+        last_at: float | None = None,
     ) -> None:
         self.table = table
         self.store = store
@@ -187,27 +182,93 @@ class TableActor:
         self.rng = rng or random.Random(secrets.randbits(128))
         self.snapshot_every = snapshot_every
         self.new_salt = new_salt or (lambda: secrets.token_hex(16))
-        self._jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
+        self.claim_seconds = claim_seconds
+        self.last_at = self.clock.now() if last_at is None else last_at
+        """Time of the table's last event: the timers count from it."""
+        self._jobs: asyncio.Queue[_Job | _Timeout | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.Task[None] | None = None
+        self._changed = asyncio.Condition()
 
     @classmethod
     async def load(
-        cls, store: EventStore, table_id: str, outbox: Outbox, **options: object
+        cls,
+        store: EventStore,
+        table_id: str,
+        outbox: Outbox,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        snapshot_every: int = 200,
+        claim_seconds: float = 10.0,
     ) -> TableActor:
-        """An actor for ``table_id`` as its log says (recovery after a restart)."""
-        return cls(await load_table(store, table_id), store, outbox, **options)  # type: ignore[arg-type]
+        """An actor for ``table_id`` as its log says (recovery after a restart).
+
+        Its timers count from the time of the last event in the log, so a deadline that passed
+        while the server was down fires at once.
+        """
+        table = await load_table(store, table_id)
+        rows = await store.read(table_id, after_seq=max(0, table.seq - 1))
+        last_at = rows[-1].at if rows else None
+        return cls(
+            table,
+            store,
+            outbox,
+            clock,
+            rng,
+            snapshot_every=snapshot_every,
+            claim_seconds=claim_seconds,
+            last_at=last_at,
+        )
 
     def start(self) -> None:
         """Start the actor's task."""
         self._task = asyncio.create_task(self._run(), name=f"table-{self.table.table_id}")
+        self._timer = asyncio.create_task(
+            self._run_timer(), name=f"table-{self.table.table_id}-timer"
+        )
 
     async def stop(self) -> None:
         """Finish the queued commands and stop."""
         if self._task is None:
             return
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
+            self._timer = None
         await self._jobs.put(None)
         await self._task
         self._task = None
+
+    async def wait_for_seq(self, seq: int) -> None:
+        """Return once the table has reached ``seq`` (tests and tools; wrap in a timeout)."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.table.seq >= seq)
+
+    async def _run_timer(self) -> None:
+        """Wait for the current deadline; when it passes unchanged, queue a timeout."""
+        while True:
+            created = self.table.created
+            move_seconds = created.move_seconds if created is not None else 0.0
+            seq = self.table.seq
+            due = deadline(self.table.game, self.last_at, move_seconds, self.claim_seconds)
+            if due is None:
+                await self._wait_past(seq)
+                continue
+            sleeper = asyncio.create_task(self.clock.sleep_until(due))
+            moved = asyncio.create_task(self._wait_past(seq))
+            try:
+                done, _ = await asyncio.wait({sleeper, moved}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                sleeper.cancel()
+                moved.cancel()
+            if sleeper in done and self.table.seq == seq:
+                await self._jobs.put(_Timeout(seq))
+                await self._wait_past(seq)
+
+    async def _wait_past(self, seq: int) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.table.seq != seq)
 
     async def submit(
         self,
@@ -226,9 +287,19 @@ class TableActor:
             job = await self._jobs.get()
             if job is None:
                 return
+            if isinstance(job, _Timeout):
+                try:
+                    await self._play_for_absent(job.seq)
+                except Exception:  # our bug or a failed store: log it, keep the table as it was
+                    _log.exception("automatic move failed", extra={"table": self.table.table_id})
+                continue
             try:
                 reply = await self._handle(job)
             except Exception as error:  # our bug: answer it and keep the table as it was
+                _log.exception(
+                    "command failed",
+                    extra={"table": self.table.table_id, "command_id": job.command_id},
+                )
                 reply = Reply(
                     ok=False,
                     command_id=job.command_id,
@@ -256,6 +327,25 @@ class TableActor:
         first = table.seq + 1
         await self._append(events, job.command_id)
         return Reply(True, job.command_id, self.table.seq, first)
+
+    async def _play_for_absent(self, seq: int) -> None:
+        """Time is up at ``seq``: play the awaited seat's turn, or pass open claims."""
+        game = self.table.game
+        if self.table.seq != seq or game is None or not awaiting(game):
+            return  # someone moved meanwhile; the timer starts again
+        player = awaiting(game)[0]
+        claim = game.phase is Phase.CLAIM
+        for step in range(64):
+            game = self.table.game
+            if game is None or not awaiting(game):
+                return
+            if claim and game.phase is not Phase.CLAIM:
+                return  # the window is closed
+            target = awaiting(game)[0]
+            if not claim and target != player:
+                return  # the seat's turn is over
+            events = list(decide(game, target, auto_command(game, target)))
+            await self._append(events, f"timeout:{seq}:{step}")
 
     def _decide(
         self, table: TableState, sender: str, command: Command | TableCommand
@@ -296,8 +386,11 @@ class TableActor:
         rows = [NewEvent(encode_record(record.event, record.game), now) for record, _, _ in pending]
         summary = _summary(table)
         await self.store.append(self.table.table_id, self.table.seq, rows, command_id, summary)
+        self.last_at = now
         for record, before, after in pending:
-            self.table = after
+            async with self._changed:
+                self.table = after
+                self._changed.notify_all()
             await self.outbox.publish(before, after.seq, record, after)
         if (
             self.snapshot_every

@@ -19,17 +19,7 @@ from server.tables.records import (
 )
 from server.tables.store import EventStore, open_store
 from server.tables.table import CreateTable, Sit, StartGame, TableState, empty_table
-
-
-class FixedClock:
-    """A clock the test sets."""
-
-    def __init__(self, now: float = 1_000.0) -> None:
-        self.time = now
-
-    def now(self) -> float:
-        """The set time."""
-        return self.time
+from server.tables.timers import ManualClock
 
 
 @dataclass
@@ -56,7 +46,7 @@ async def actor(store: EventStore) -> AsyncIterator[TableActor]:
         empty_table("t1"),
         store,
         RecordingOutbox(store),
-        clock=FixedClock(),
+        clock=ManualClock(),
         rng=random.Random(7),
         snapshot_every=25,
     )

@@ -41,7 +41,8 @@ from server.tables.replay import (
 )
 from server.tables.store import EventStore, NewEvent, open_store
 from server.tables.table import CreateTable, Rematch, Sit, StartGame, TableState, empty_table, fold
-from tests.tables.test_actor import FixedClock, RecordingOutbox
+from server.tables.timers import ManualClock
+from tests.tables.test_actor import RecordingOutbox
 
 PLAYERS = ("p0", "p1", "p2")
 START = 1_700_000_000.0
@@ -61,7 +62,7 @@ async def _play(store: EventStore) -> None:
         empty_table("t1"),
         store,
         RecordingOutbox(store),
-        clock=FixedClock(START),
+        clock=ManualClock(START),
         rng=random.Random(7),
         snapshot_every=25,
     )

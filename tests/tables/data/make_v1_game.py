@@ -56,6 +56,10 @@ class TickingClock:
         self.time += 1.0
         return self.time
 
+    async def sleep_until(self, when: float) -> None:
+        """Never called: the game is played without a move timer."""
+        raise AssertionError("no timers in this game")
+
 
 class NullOutbox:
     """Publishes nothing."""

@@ -1,0 +1,141 @@
+"""Timers with an injected clock: the move timer plays for an absent seat, claim windows
+close, and deadlines survive a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+from server.engine import Discarded, DrawStock, Drew, card_face, legal_actions, to_move
+from server.engine.game import Phase
+from server.tables.actor import TableActor
+from server.tables.records import decode_record
+from server.tables.store import EventStore
+from server.tables.table import CreateTable, Sit, StartGame, empty_table
+from server.tables.timers import ManualClock, auto_command
+from tests.tables.test_actor import RecordingOutbox
+
+WAIT = 10.0
+
+
+async def _table(
+    store: EventStore,
+    clock: ManualClock,
+    variant: str = "basic",
+    players: int = 2,
+    move_seconds: float = 30.0,
+    options: dict[str, object] | None = None,
+    claim_seconds: float = 10.0,
+) -> TableActor:
+    actor = TableActor(
+        empty_table("t1"),
+        store,
+        RecordingOutbox(store),
+        clock=clock,
+        rng=random.Random(11),
+        claim_seconds=claim_seconds,
+    )
+    actor.start()
+    create = CreateTable(
+        variant=variant, seats=players, move_seconds=move_seconds, options=options or {}
+    )
+    assert (await actor.submit("p0", create)).ok
+    for seat in range(players):
+        assert (await actor.submit(f"p{seat}", Sit())).ok
+    assert (await actor.submit("p0", StartGame())).ok
+    return actor
+
+
+async def test_an_absent_player_is_played_for_when_his_time_is_up(store: EventStore) -> None:
+    """After move_seconds the server draws from the stock and discards the highest card."""
+    clock = ManualClock()
+    actor = await _table(store, clock)
+    game = actor.table.game
+    assert game is not None
+    seat, seq = to_move(game), actor.table.seq
+    await asyncio.wait_for(clock.wait_for_sleeper(clock.time + 30), WAIT)
+    clock.advance(29)
+    assert seq == actor.table.seq
+    clock.advance(2)
+    await asyncio.wait_for(actor.wait_for_seq(seq + 2), WAIT)
+    rows = await store.read("t1", after_seq=seq)
+    events = [decode_record(row.payload).event for row in rows]
+    drew, discarded = events[0], events[1]
+    assert isinstance(drew, Drew)
+    assert isinstance(discarded, Discarded)
+    assert (seat, seat) == (drew.seat, discarded.seat)
+    hand = (*game.hands[seat], drew.card)
+    values = game.rules.values
+    highest = max(values[card_face(card)] for card in hand)
+    assert highest == values[card_face(discarded.card)]
+    assert rows[0].command_id.startswith("timeout:")
+    await actor.stop()
+
+
+async def test_a_move_restarts_the_timer(store: EventStore) -> None:
+    """A player who moves in time gets a fresh deadline counted from his move."""
+    clock = ManualClock()
+    actor = await _table(store, clock)
+    game = actor.table.game
+    assert game is not None
+    await asyncio.wait_for(clock.wait_for_sleeper(clock.time + 30), WAIT)
+    clock.advance(20)
+    player = actor.table.seats[to_move(game)]
+    assert (await actor.submit(player, DrawStock(), "d", actor.table.seq)).ok
+    seq = actor.table.seq
+    await asyncio.wait_for(clock.wait_for_sleeper(clock.time + 30), WAIT)
+    clock.advance(29)
+    assert seq == actor.table.seq
+    await actor.stop()
+
+
+async def test_a_deadline_that_passed_while_the_server_was_down_fires_on_restart(
+    store: EventStore,
+) -> None:
+    """Timers are rebuilt from the log's event times: a late seat is played for at once."""
+    clock = ManualClock()
+    first = await _table(store, clock)
+    seq = first.table.seq
+    await first.stop()
+    clock.advance(45)
+    second = await TableActor.load(store, "t1", RecordingOutbox(store), clock=clock)
+    second.start()
+    await asyncio.wait_for(second.wait_for_seq(seq + 2), WAIT)
+    await second.stop()
+
+
+async def test_an_unanswered_claim_window_closes_when_its_time_is_up(store: EventStore) -> None:
+    """Seats that do not answer a "Rummy!" window pass when claim_seconds run out."""
+    clock = ManualClock()
+    actor = await _table(store, clock, "rummy500", 3, move_seconds=0.0, claim_seconds=5.0)
+    rng = random.Random(3)
+    for move in range(3000):
+        game = actor.table.game
+        assert game is not None
+        if game.phase is Phase.CLAIM:
+            break
+        seat = to_move(game)
+        actions = legal_actions(game, seat)
+        reply = await actor.submit(actor.table.seats[seat], rng.choice(actions), f"m{move}")
+        assert reply.ok
+    game = actor.table.game
+    assert game is not None
+    assert Phase.CLAIM is game.phase
+    seq, waiting = actor.table.seq, len(game.claim_seats)
+    await asyncio.wait_for(clock.wait_for_sleeper(clock.time + 5), WAIT)
+    clock.advance(5)
+    # One pass per seat that did not answer, then the window closes.
+    await asyncio.wait_for(actor.wait_for_seq(seq + waiting + 1), WAIT)
+    after = actor.table.game
+    assert after is not None
+    assert Phase.CLAIM is not after.phase
+    await actor.stop()
+
+
+def test_the_automatic_move_passes_in_a_claim_window_and_draws_otherwise() -> None:
+    """``auto_command`` draws from the stock when it can."""
+    from server.engine import chance, evolve, new_game
+
+    game = new_game("basic", {}, 2)
+    game = evolve(game, chance(game, random.Random(1)))
+    assert DrawStock() == auto_command(game, to_move(game))
