@@ -1,0 +1,111 @@
+"""The table service: every table of a store, one actor each, found by id.
+
+It is what a transport drives: ``submit`` routes a command to its table's actor (starting the
+actor on first use), ``create`` opens a new table, and ``start`` recovers every table that is
+not finished when the server starts, timers included.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+
+from server.engine import Command
+from server.tables.actor import Outbox, Reply, TableActor
+from server.tables.store import EventStore
+from server.tables.table import CreateTable, TableCommand, empty_table
+from server.tables.timers import Clock, SystemClock
+
+__all__ = ["TableService"]
+
+_FINISHED = frozenset({"finished", "closed"})
+
+
+class TableService:
+    """All tables of one store; see the module docstring."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        outbox: Outbox,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        claim_seconds: float = 10.0,
+    ) -> None:
+        self.store = store
+        self.outbox = outbox
+        self.clock = clock or SystemClock()
+        self.rng = rng or random.Random(secrets.randbits(128))
+        self.claim_seconds = claim_seconds
+        self.actors: dict[str, TableActor] = {}
+
+    async def start(self) -> list[str]:
+        """Load and start every table that is not finished; return their ids."""
+        resumed = []
+        for summary in await self.store.tables():
+            if summary.status in _FINISHED:
+                continue
+            await self._actor(summary.table_id)
+            resumed.append(summary.table_id)
+        return resumed
+
+    async def stop(self) -> None:
+        """Stop every actor (their queued commands finish first)."""
+        for actor in list(self.actors.values()):
+            await actor.stop()
+        self.actors.clear()
+
+    async def create(
+        self, host: str, command: CreateTable, command_id: str = "", table_id: str = ""
+    ) -> tuple[str, Reply]:
+        """Open a new table (a fresh id unless one is given) and return its id and the reply."""
+        table_id = table_id or secrets.token_hex(6)
+        actor = await self._actor(table_id)
+        return table_id, await actor.submit(host, command, command_id)
+
+    async def submit(
+        self,
+        table_id: str,
+        sender: str,
+        command: Command | TableCommand,
+        command_id: str = "",
+        last_seq: int | None = None,
+    ) -> Reply:
+        """Run ``command`` at ``table_id``; an unknown table answers ``table/unknown``."""
+        actor = self.actors.get(table_id)
+        if actor is None:
+            if await self.store.last_seq(table_id) == 0:
+                return Reply(
+                    False,
+                    command_id,
+                    0,
+                    code="table/unknown",
+                    message=f"there is no table {table_id!r}",
+                )
+            actor = await self._actor(table_id)
+        return await actor.submit(sender, command, command_id, last_seq)
+
+    async def _actor(self, table_id: str) -> TableActor:
+        actor = self.actors.get(table_id)
+        if actor is None:
+            if await self.store.last_seq(table_id) > 0:
+                actor = await TableActor.load(
+                    self.store,
+                    table_id,
+                    self.outbox,
+                    clock=self.clock,
+                    rng=random.Random(self.rng.getrandbits(128)),
+                    claim_seconds=self.claim_seconds,
+                )
+            else:
+                actor = TableActor(
+                    empty_table(table_id),
+                    self.store,
+                    self.outbox,
+                    clock=self.clock,
+                    rng=random.Random(self.rng.getrandbits(128)),
+                    claim_seconds=self.claim_seconds,
+                )
+            actor.start()
+            self.actors[table_id] = actor
+        return actor
