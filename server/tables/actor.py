@@ -87,6 +87,9 @@ class Reply(msgspec.Struct, frozen=True):
     duplicate: bool = False
 
 
+_REPLY_DECODER = msgspec.msgpack.Decoder(Reply)
+
+
 @dataclass
 class _Timeout:
     """The table's timer ran out while the table was at ``seq``."""
@@ -105,6 +108,7 @@ class _Job:
 
 _log = logging.getLogger(__name__)
 _SNAPSHOT = msgspec.msgpack.Encoder()
+_REPLY_ENCODER = msgspec.msgpack.Encoder()
 _TABLE_COMMANDS = (CreateTable, Sit, Stand, StartGame, Rematch)
 
 
@@ -316,6 +320,10 @@ class TableActor:
             seqs = await self.store.command_seqs(table.table_id, job.command_id)
             if seqs is not None:
                 return Reply(True, job.command_id, seqs[1], seqs[0], duplicate=True)
+            refused = await self.store.refusal(table.table_id, job.command_id)
+            if refused is not None:
+                original = _REPLY_DECODER.decode(refused)
+                return msgspec.structs.replace(original, duplicate=True)
         try:
             if job.last_seq is not None and job.last_seq != table.seq:
                 raise StaleSeq(
@@ -323,7 +331,15 @@ class TableActor:
                 )
             events = self._decide(table, job.sender, job.command)
         except CodedError as error:
-            return Reply(False, job.command_id, table.seq, code=error.code, message=error.message)
+            refusal = Reply(
+                False, job.command_id, table.seq, code=error.code, message=error.message
+            )
+            if job.command_id and table.created is not None:
+                # Remembered so that a retry is refused the same way, even once it would pass.
+                await self.store.save_refusal(
+                    table.table_id, job.command_id, _REPLY_ENCODER.encode(refusal)
+                )
+            return refusal
         first = table.seq + 1
         await self._append(events, job.command_id)
         return Reply(True, job.command_id, self.table.seq, first)

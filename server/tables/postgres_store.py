@@ -76,6 +76,12 @@ CREATE TABLE IF NOT EXISTS tables (
     last_seq bigint NOT NULL,
     updated_at double precision NOT NULL
 );
+CREATE TABLE IF NOT EXISTS refusals (
+    table_id text NOT NULL,
+    command_id text NOT NULL,
+    payload bytea NOT NULL,
+    PRIMARY KEY (table_id, command_id)
+);
 CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL);
 """
 
@@ -320,6 +326,26 @@ class PostgresStore:
             command_id,
         )
         return None if row[0] is None else (int(row[0]), int(row[1]))
+
+    async def save_refusal(self, table_id: str, command_id: str, payload: bytes) -> None:
+        """See ``EventStore.save_refusal``: one autocommitted insert (a refusal changes no
+        table, so it need not share the appends' transactions)."""
+        await self._readable_pool().execute(
+            "INSERT INTO refusals (table_id, command_id, payload) VALUES ($1, $2, $3)"
+            " ON CONFLICT DO NOTHING",
+            table_id,
+            command_id,
+            payload,
+        )
+
+    async def refusal(self, table_id: str, command_id: str) -> bytes | None:
+        """See ``EventStore.refusal``."""
+        row = await self._readable_pool().fetchrow(
+            "SELECT payload FROM refusals WHERE table_id = $1 AND command_id = $2",
+            table_id,
+            command_id,
+        )
+        return None if row is None else bytes(row[0])
 
     async def latest_snapshot(self, table_id: str) -> Snapshot | None:
         """See ``EventStore.latest_snapshot``."""

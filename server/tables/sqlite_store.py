@@ -62,6 +62,12 @@ CREATE TABLE IF NOT EXISTS tables (
     last_seq INTEGER NOT NULL,
     updated_at REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS refusals (
+    table_id TEXT NOT NULL,
+    command_id TEXT NOT NULL,
+    payload BLOB NOT NULL,
+    PRIMARY KEY (table_id, command_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 """
 
@@ -88,6 +94,14 @@ class _Append:
 class _Snapshot:
     table_id: str
     seq: int
+    payload: bytes
+    done: Callable[[BaseException | None, int], None]
+
+
+@dataclass
+class _Refusal:
+    table_id: str
+    command_id: str
     payload: bytes
     done: Callable[[BaseException | None, int], None]
 
@@ -147,6 +161,24 @@ class SqliteStore:
         self._submit(_Snapshot(table_id, seq, payload, future.done))
         await future.result
 
+    async def save_refusal(self, table_id: str, command_id: str, payload: bytes) -> None:
+        """See ``EventStore.save_refusal``."""
+        future = self._future()
+        self._submit(_Refusal(table_id, command_id, payload, future.done))
+        await future.result
+
+    async def refusal(self, table_id: str, command_id: str) -> bytes | None:
+        """See ``EventStore.refusal``."""
+
+        def query(connection: sqlite3.Connection) -> bytes | None:
+            row = connection.execute(
+                "SELECT payload FROM refusals WHERE table_id = ? AND command_id = ?",
+                (table_id, command_id),
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._read(query)
+
     def _submit(self, request: object) -> None:
         if self._closed:
             raise StoreClosed("the event store is closed")
@@ -202,18 +234,25 @@ class SqliteStore:
                             (request.table_id, request.seq, request.payload),
                         )
                         outcomes.append((request.done, None, request.seq))
+                    elif isinstance(request, _Refusal):
+                        connection.execute(
+                            "INSERT OR IGNORE INTO refusals (table_id, command_id, payload)"
+                            " VALUES (?, ?, ?)",
+                            (request.table_id, request.command_id, request.payload),
+                        )
+                        outcomes.append((request.done, None, 0))
                     connection.execute(f"RELEASE {savepoint}")
                 except (SeqConflict, sqlite3.IntegrityError) as error:
                     connection.execute(f"ROLLBACK TO {savepoint}")
                     connection.execute(f"RELEASE {savepoint}")
-                    assert isinstance(request, _Append | _Snapshot)
+                    assert isinstance(request, _Append | _Snapshot | _Refusal)
                     outcomes.append((request.done, _as_conflict(error, request), 0))
             connection.execute("COMMIT")
         except BaseException as error:  # the whole transaction failed: nothing was written
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
             for request in batch:
-                assert isinstance(request, _Append | _Snapshot)
+                assert isinstance(request, _Append | _Snapshot | _Refusal)
                 request.done(error, 0)
             return
         self.stats.transactions += 1

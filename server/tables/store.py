@@ -114,6 +114,15 @@ class EventStore(Protocol):
         """Store the encoded state after ``seq`` (replacing older snapshots of the table)."""
         ...
 
+    async def save_refusal(self, table_id: str, command_id: str, payload: bytes) -> None:
+        """Remember the encoded reply that refused command ``command_id`` (durable on return;
+        the first one is kept), so a retry gets the same answer, also after a restart."""
+        ...
+
+    async def refusal(self, table_id: str, command_id: str) -> bytes | None:
+        """The reply that refused command ``command_id``, if one was saved."""
+        ...
+
     async def latest_snapshot(self, table_id: str) -> Snapshot | None:
         """The most recent snapshot of ``table_id``, if any."""
         ...

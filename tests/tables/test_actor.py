@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from server.engine import Dealt, DrawStock, HandEnded, is_over, legal_actions, to_move
+from server.engine import (
+    Dealt,
+    Discard,
+    DrawStock,
+    HandEnded,
+    is_over,
+    legal_actions,
+    to_move,
+)
 from server.tables.actor import Reply, TableActor, load_table
 from server.tables.records import (
     DeckCommitted,
@@ -199,3 +207,36 @@ async def test_the_store_lists_the_table_with_its_status(store_url: str) -> None
         assert expected == (summary.table_id, summary.variant, summary.status, summary.seats)
     finally:
         await store.close()
+
+
+async def test_a_refused_command_retried_later_is_refused_again_without_acting(
+    store: EventStore,
+) -> None:
+    """A refused command id keeps its refusal, also after a restart, even once it would pass."""
+    actor = TableActor(empty_table("t3"), store, RecordingOutbox(store), rng=random.Random(3))
+    actor.start()
+    await _open_game(actor)
+    game = actor.table.game
+    assert game is not None
+    waiting = actor.table.seats[1 - to_move(game)]
+    refused = await actor.submit(waiting, DrawStock(), "early")
+    assert "rules/not_your_turn" == refused.code
+    await actor.stop()
+    again = await TableActor.load(store, "t3", RecordingOutbox(store))
+    again.start()
+    game = again.table.game
+    assert game is not None
+    mover = again.table.seats[to_move(game)]
+    assert (await again.submit(mover, DrawStock(), "draw")).ok
+    game = again.table.game
+    assert game is not None
+    discard = next(a for a in legal_actions(game, to_move(game)) if isinstance(a, Discard))
+    assert (await again.submit(mover, discard, "discard")).ok
+    game = again.table.game
+    assert game is not None
+    assert waiting == again.table.seats[to_move(game)]  # now the early draw would be legal
+    seq = again.table.seq
+    retried = await again.submit(waiting, DrawStock(), "early")
+    assert (False, True, "rules/not_your_turn") == (retried.ok, retried.duplicate, retried.code)
+    assert seq == await store.last_seq("t3")
+    await again.stop()
