@@ -21,6 +21,7 @@ from server.engine import (
     LaidOff,
     Melded,
     MeldSpec,
+    SeatForfeited,
     StockRebuilt,
     SwappedJoker,
     TookDiscard,
@@ -93,6 +94,8 @@ def describe_event(
             return f"the discard pile is {how} a new stock of {len(order)} cards"
         case Declined(seat=seat):
             return f"{who(seat)} passes with the stock exhausted: the hand ends"
+        case SeatForfeited(seat=seat):
+            return f"{who(seat)} has missed too many turns: the server plays for him"
         case UpcardPassed(seat=seat):
             return f"{who(seat)} passes the first upcard"
         case Knocked(seat=seat, card=card, melds=melds, deadwood=deadwood):

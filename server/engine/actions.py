@@ -40,6 +40,7 @@ __all__ = [
     "MeldSpec",
     "Melded",
     "Pass",
+    "SeatForfeited",
     "StockRebuilt",
     "SwapJoker",
     "SwappedJoker",
@@ -220,6 +221,13 @@ class Knocked(msgspec.Struct, frozen=True, tag="knocked"):
     deadwood: int
 
 
+class SeatForfeited(msgspec.Struct, frozen=True, tag="seat_forfeited"):
+    """``seat`` missed too many turns in a row: the server plays for it from now on, it can
+    no longer win a hand, and in Ramino it is eliminated when the hand ends."""
+
+    seat: int
+
+
 class Floated(msgspec.Struct, frozen=True, tag="floated"):
     """``seat`` laid down his last cards without a discard and floats: the hand goes on."""
 
@@ -296,6 +304,7 @@ Event: TypeAlias = (
     | Discarded
     | StockRebuilt
     | Declined
+    | SeatForfeited
     | UpcardPassed
     | Knocked
     | Floated

@@ -64,6 +64,7 @@ from server.engine.actions import (
     Melded,
     MeldSpec,
     Pass,
+    SeatForfeited,
     StockRebuilt,
     SwapJoker,
     SwappedJoker,
@@ -117,6 +118,7 @@ __all__ = [
     "deal_layout",
     "decide",
     "evolve",
+    "forfeit",
     "is_over",
     "legal_actions",
     "new_game",
@@ -206,6 +208,8 @@ class State:
     """Gin Rummy: the upcard was taken at the wall, so the turn must end with a knock."""
     hands_won: tuple[int, ...] = ()
     """Gin Rummy: hands each seat has won (for the box bonus)."""
+    forfeited: tuple[bool, ...] = ()
+    """Seats that missed ``max_timeouts`` turns in a row; the server plays for them."""
     winners: tuple[int, ...] = ()
     last_result: HandEnded | None = None
 
@@ -254,6 +258,7 @@ def new_game(
         melded=(False,) * players,
         laid_before=(False,) * players,
         hands_won=(0,) * players,
+        forfeited=(False,) * players,
     )
 
 
@@ -1126,7 +1131,7 @@ def _end_hand(
     if rules.scoring == "gin" and winner >= 0:
         hands_won = hands_won[:winner] + (hands_won[winner] + 1,) + hands_won[winner + 1 :]
     eliminated, winners, final = game_outcome(
-        rules, totals, state.hand_number, state.active, hands_won
+        rules, totals, state.hand_number, state.active, hands_won, state.forfeited
     )
     ended = HandEnded(
         hand=state.hand_number,
@@ -1428,6 +1433,8 @@ def evolve(state: State, event: Event) -> State:
             return replace(state, stock=order, pile=(), reuses=state.reuses + 1)
         case Declined():
             return state
+        case SeatForfeited(seat=seat):
+            return replace(state, forfeited=_set_flag(state.forfeited, seat, True))
         case HandEnded(totals=totals, eliminated=eliminated, winner=winner):
             active = state.active
             for seat in eliminated:
@@ -1543,6 +1550,17 @@ def advance(
         return (chance(state, rng),)
     seat = to_move(state)
     return decide(state, seat, choose(state, seat))
+
+
+def forfeit(state: State, seat: int) -> SeatForfeited:
+    """The event forfeiting ``seat`` (the server's decision after repeated timeouts).
+
+    Raises:
+        IllegalMoveError: no such active seat, or it is already forfeited.
+    """
+    if not 0 <= seat < state.players or not state.active[seat] or state.forfeited[seat]:
+        raise IllegalMoveError(f"seat {seat!r} cannot be forfeited", "rules/no_such_seat")
+    return SeatForfeited(seat=seat)
 
 
 def apply(state: State, events: Iterable[Event]) -> State:

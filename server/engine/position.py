@@ -57,6 +57,7 @@ phase                   ``deal``, ``first_upcard``, ``draw``, ``play``, ``claim`
 ``must_knock=``         ``yes``/``no``: the upcard was taken at the wall, so the turn must end
                         with a knock (Gin Rummy)
 ``hands_won=``          hands each seat has won, joined by ``,`` (Gin Rummy's boxes)
+``forfeited=``          one ``1``/``0`` per seat: the server plays for it after repeated timeouts
 ``winners=``            the seats that won the game, joined by ``,``
 ``last_result=``        the previous hand's ``HandEnded``, or ``-``:
                         ``hand:N;winner:S;reason:R;rummy:yes|no;hands:H;counts:C;points:P;``
@@ -158,6 +159,7 @@ _LABELLED_FIELDS: tuple[tuple[str, bool], ...] = (
     ("knock_limit", True),
     ("must_knock", True),
     ("hands_won", True),
+    ("forfeited", True),
     ("winners", True),
     ("last_result", True),
 )
@@ -244,6 +246,7 @@ def to_position(state: State) -> str:
         f"knock_limit={_format_seat(state.knock_limit)}",
         f"must_knock={_format_yes_no(state.must_knock)}",
         f"hands_won={_format_numbers(state.hands_won)}",
+        f"forfeited={_format_bits(state.forfeited)}",
         f"winners={_format_seats(state.winners)}",
         f"last_result={_format_result(state.last_result)}",
     ]
@@ -956,6 +959,7 @@ class _Reader:
             knock_limit=self.knock_limit(hand_number),
             must_knock=_parse_yes_no("must_knock", self.text("must_knock", "no")),
             hands_won=self.hands_won(),
+            forfeited=self.bits("forfeited"),
             winners=_parse_seats("winners", self.text("winners", _NONE), players),
             last_result=self.last_result(),
         )

@@ -191,18 +191,24 @@ def game_outcome(
     hands_played: int,
     active: Sequence[bool],
     hands_won: Sequence[int] = (),
+    forfeited: Sequence[bool] = (),
 ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[Fraction, ...]]:
     """After a hand: the seats it eliminates, the game's winners (``()``: it goes on) and the
     final totals (the totals plus Gin Rummy's end-of-game bonuses).
 
-    With ``elimination`` a total above ``target`` eliminates; two players: the game ends at the
-    first elimination; more: the last player left wins. With ``tie_plays_another_hand`` a tie
-    for the best total at the target plays on. Otherwise see ``game_winners``.
+    With ``elimination`` a total above ``target`` (or a forfeited seat) eliminates; two players:
+    the game ends at the first elimination; more: the last player left wins. With
+    ``tie_plays_another_hand`` a tie for the best total at the target plays on. Otherwise see
+    ``game_winners``.
     """
     final = tuple(totals)
     seats = [seat for seat, playing in enumerate(active) if playing]
     if rules.elimination and rules.target is not None:
-        out = tuple(seat for seat in seats if totals[seat] > rules.target)
+        out = tuple(
+            seat
+            for seat in seats
+            if totals[seat] > rules.target or (seat < len(forfeited) and forfeited[seat])
+        )
         left = [seat for seat in seats if seat not in out]
         if out and (len(active) == 2 or len(left) <= 1):
             if left:

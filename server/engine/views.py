@@ -71,6 +71,8 @@ class View(msgspec.Struct, frozen=True):
     """Gin Rummy: how many players declined the first upcard."""
     hands_won: tuple[int, ...]
     """Gin Rummy: hands each seat has won (boxes)."""
+    forfeited: tuple[bool, ...]
+    """Seats the server plays for after repeated timeouts."""
     winners: tuple[int, ...]
     last_result: HandEnded | None
 
@@ -108,6 +110,7 @@ def view(state: State, seat: int | None = None) -> View:
         knock_limit=state.knock_limit,
         upcard_passes=state.upcard_passes,
         hands_won=state.hands_won,
+        forfeited=state.forfeited,
         winners=state.winners,
         last_result=state.last_result,
     )

@@ -30,7 +30,7 @@ from typing import Protocol
 
 import msgspec
 
-from server.engine import Command, HandEnded, decide
+from server.engine import Command, HandEnded, decide, forfeit
 from server.engine.errors import CodedError
 from server.engine.game import Phase, awaiting
 from server.engine.position import from_position, to_position
@@ -40,7 +40,9 @@ from server.tables.records import (
     GameStarted,
     Record,
     RecordEvent,
+    SeatBack,
     TableCreated,
+    TimedOut,
     decode_record,
     encode_record,
 )
@@ -120,6 +122,7 @@ class _SnapshotBody(msgspec.Struct):
     deck: tuple[int, ...]
     closed: bool
     created: bytes
+    timeouts: tuple[int, ...] = ()
 
 
 async def load_table(store: EventStore, table_id: str) -> TableState:
@@ -143,6 +146,7 @@ def _to_snapshot(table: TableState) -> bytes:
         deck=table.deck,
         closed=table.closed,
         created=encode_record(table.created),
+        timeouts=table.timeouts,
     )
     return _SNAPSHOT.encode(body)
 
@@ -160,6 +164,7 @@ def _from_snapshot(table_id: str, seq: int, payload: bytes) -> TableState:
         game=from_position(body.game) if body.game else None,
         salt=body.salt,
         deck=body.deck,
+        timeouts=body.timeouts,
         closed=body.closed,
     )
 
@@ -255,7 +260,14 @@ class TableActor:
             created = self.table.created
             move_seconds = created.move_seconds if created is not None else 0.0
             seq = self.table.seq
-            due = deadline(self.table.game, self.last_at, move_seconds, self.claim_seconds)
+            game = self.table.game
+            due = deadline(game, self.last_at, move_seconds, self.claim_seconds)
+            if (
+                game is not None
+                and game.phase is not Phase.CLAIM
+                and any(game.forfeited[seat] for seat in awaiting(game))
+            ):
+                due = self.last_at  # the server plays for a forfeited seat at once
             if due is None:
                 await self._wait_past(seq)
                 continue
@@ -351,6 +363,14 @@ class TableActor:
             return  # someone moved meanwhile; the timer starts again
         player = awaiting(game)[0]
         claim = game.phase is Phase.CLAIM
+        created = self.table.created
+        if not claim and not game.forfeited[player]:
+            # A missed turn counts towards forfeiting the seat (claim windows do not count).
+            missed: list[RecordEvent] = [TimedOut(player)]
+            limit = created.max_timeouts if created is not None else 0
+            if limit and self.table.timeouts[player] + 1 >= limit:
+                missed.append(forfeit(game, player))
+            await self._append(missed, f"timeout:{seq}:missed")
         for step in range(64):
             game = self.table.game
             if game is None or not awaiting(game):
@@ -373,7 +393,14 @@ class TableActor:
         if table.game is None:
             raise TableError("no game is being played here", "table/no_game")
         seat = table.seat_of(sender)
-        return list(decide(table.game, seat, command))
+        if table.game.forfeited[seat]:
+            raise TableError(
+                "you missed too many turns: the server plays for your seat", "table/forfeited"
+            )
+        events: list[RecordEvent] = list(decide(table.game, seat, command))
+        if table.timeouts and table.timeouts[seat]:
+            events.insert(0, SeatBack(seat))
+        return events
 
     async def _append(self, events: Sequence[RecordEvent], command_id: str) -> None:
         """Persist ``events`` and what chance makes due after them, then apply and publish."""

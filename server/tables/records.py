@@ -28,9 +28,11 @@ __all__ = [
     "PlayerStood",
     "Record",
     "RecordEvent",
+    "SeatBack",
     "TableClosed",
     "TableCreated",
     "TableEvent",
+    "TimedOut",
     "deck_commitment",
     "decode_record",
     "encode_record",
@@ -51,6 +53,8 @@ class TableCreated(msgspec.Struct, frozen=True, tag="table_created"):
     invite_code: str = ""
     move_seconds: float = 0.0
     """Move timer in seconds (0: no timer)."""
+    max_timeouts: int = 3
+    """Timeouts in a row after which the server plays for the seat for good (0: never)."""
 
 
 class PlayerSat(msgspec.Struct, frozen=True, tag="player_sat"):
@@ -96,6 +100,18 @@ class DeckRevealed(msgspec.Struct, frozen=True, tag="deck_revealed"):
     order: tuple[int, ...]
 
 
+class TimedOut(msgspec.Struct, frozen=True, tag="timed_out"):
+    """``seat``'s time ran out; the server plays its turn (the moves follow)."""
+
+    seat: int
+
+
+class SeatBack(msgspec.Struct, frozen=True, tag="seat_back"):
+    """``seat`` moved by itself again after timeouts: its count starts over."""
+
+    seat: int
+
+
 class TableClosed(msgspec.Struct, frozen=True, tag="table_closed"):
     """The table is closed (everyone left, or an operator closed it)."""
 
@@ -109,6 +125,8 @@ TableEvent: TypeAlias = (
     | GameStarted
     | DeckCommitted
     | DeckRevealed
+    | TimedOut
+    | SeatBack
     | TableClosed
 )
 RecordEvent: TypeAlias = TableEvent | EngineEvent

@@ -55,8 +55,10 @@ from server.tables.records import (
     PlayerStood,
     Record,
     RecordEvent,
+    SeatBack,
     TableClosed,
     TableCreated,
+    TimedOut,
     deck_commitment,
     decode_record,
 )
@@ -355,7 +357,16 @@ def replay_rows(
     return lines
 
 
-_TABLE_EVENTS = (TableCreated, PlayerSat, PlayerStood, GameStarted, DeckRevealed, TableClosed)
+_TABLE_EVENTS = (
+    TableCreated,
+    PlayerSat,
+    PlayerStood,
+    GameStarted,
+    DeckRevealed,
+    TimedOut,
+    SeatBack,
+    TableClosed,
+)
 
 
 def _redact(
@@ -428,6 +439,10 @@ def _line(
             text = _describe_reveal(event, commitments, before.deck)
         case TableClosed(reason=reason):
             text = f"the table is closed: {reason}"
+        case TimedOut(seat=seat):
+            text = f"{names[seat]}'s time is up: the server plays for him"
+        case SeatBack(seat=seat):
+            text = f"{names[seat]} plays again by himself"
         case _:
             assert before.game is not None
             text = describe_event(event, names, len(before.game.melds))

@@ -27,8 +27,10 @@ from server.tables.records import (
     PlayerStood,
     Record,
     RecordEvent,
+    SeatBack,
     TableClosed,
     TableCreated,
+    TimedOut,
     deck_commitment,
 )
 
@@ -74,6 +76,7 @@ class CreateTable(msgspec.Struct, frozen=True, tag="create"):
     seats: int = 2
     private: bool = False
     move_seconds: float = 0.0
+    max_timeouts: int = 3
 
 
 TableCommand = CreateTable | Sit | Stand | StartGame | Rematch
@@ -94,6 +97,8 @@ class TableState:
     """The salt of the current hand's deck commitment (server-side only until revealed)."""
     deck: tuple[int, ...] = ()
     """The current hand's deck order (server-side only until revealed)."""
+    timeouts: tuple[int, ...] = ()
+    """Each seat's timeouts in a row in the current game."""
     closed: bool = False
 
     @property
@@ -139,7 +144,21 @@ def fold(table: TableState, record: Record, seq: int) -> TableState:
             assert table.created is not None
             created = table.created
             rules = make_rules(created.variant, created.options, created.seats)
-            return replace(table, seq=seq, game_number=game, game=new_game(rules))
+            return replace(
+                table,
+                seq=seq,
+                game_number=game,
+                game=new_game(rules),
+                timeouts=(0,) * created.seats,
+            )
+        case TimedOut(seat=seat):
+            counts = (
+                table.timeouts[:seat] + (table.timeouts[seat] + 1,) + table.timeouts[seat + 1 :]
+            )
+            return replace(table, seq=seq, timeouts=counts)
+        case SeatBack(seat=seat):
+            counts = table.timeouts[:seat] + (0,) + table.timeouts[seat + 1 :]
+            return replace(table, seq=seq, timeouts=counts)
         case DeckCommitted(salt=salt):
             return replace(table, seq=seq, salt=salt)
         case DeckRevealed():
@@ -179,6 +198,7 @@ def decide_table(table: TableState, sender: str, command: TableCommand) -> list[
                 private=command.private,
                 invite_code=secrets.token_urlsafe(6) if command.private else "",
                 move_seconds=command.move_seconds,
+                max_timeouts=command.max_timeouts,
             )
             return [created]
         case Sit(seat=seat):

@@ -382,6 +382,7 @@ def test_a_written_position_is_one_line_of_every_field_in_order() -> None:
         "knock_limit",
         "must_knock",
         "hands_won",
+        "forfeited",
         "winners",
         "last_result",
     ]
@@ -419,6 +420,7 @@ def test_the_notation_has_a_field_for_every_state_field() -> None:
         "knock_limit",
         "must_knock",
         "hands_won",
+        "forfeited",
         "winners",
         "last_result",
     }
@@ -871,6 +873,8 @@ MALFORMED += [
     (DRAW_POSITION + " hands_won=1,x", "hands_won"),
     (DRAW_POSITION + " hands_won=1,-1", "hands_won"),
     (DRAW_POSITION + " hands_won=-", "hands_won"),
+    (DRAW_POSITION + " forfeited=2", "forfeited"),
+    (DRAW_POSITION + " forfeited=1", "forfeited"),
     (DRAW_POSITION + " hands_won=0,0 must_knock=no", "position"),
     (DRAW_POSITION + " winners=0 upcard_passes=1", "position"),
     (DRAW_POSITION + " knock_limit=5 claim=-", "position"),

@@ -48,7 +48,7 @@ async def test_a_restarted_service_resumes_every_unfinished_table_with_its_timer
     restarted = TableService(store, RecordingOutbox(store), clock=clock, rng=random.Random(3))
     resumed = await restarted.start()
     assert sorted([timed, untimed]) == sorted(resumed)
-    await asyncio.wait_for(restarted.actors[timed].wait_for_seq(seqs[timed] + 2), WAIT)
+    await asyncio.wait_for(restarted.actors[timed].wait_for_seq(seqs[timed] + 3), WAIT)
     assert seqs[untimed] == restarted.actors[untimed].table.seq
     game = restarted.actors[untimed].table.game
     assert game is not None

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import random
 
-from server.engine import Discarded, DrawStock, Drew, card_face, legal_actions, to_move
+from server.engine import Discard, Discarded, DrawStock, Drew, card_face, legal_actions, to_move
 from server.engine.game import Phase
 from server.tables.actor import TableActor
-from server.tables.records import decode_record
+from server.tables.records import TimedOut, decode_record
 from server.tables.store import EventStore
 from server.tables.table import CreateTable, Sit, StartGame, empty_table
 from server.tables.timers import ManualClock, auto_command
@@ -57,10 +57,11 @@ async def test_an_absent_player_is_played_for_when_his_time_is_up(store: EventSt
     clock.advance(29)
     assert seq == actor.table.seq
     clock.advance(2)
-    await asyncio.wait_for(actor.wait_for_seq(seq + 2), WAIT)
+    await asyncio.wait_for(actor.wait_for_seq(seq + 3), WAIT)
     rows = await store.read("t1", after_seq=seq)
     events = [decode_record(row.payload).event for row in rows]
-    drew, discarded = events[0], events[1]
+    timed_out, drew, discarded = events[0], events[1], events[2]
+    assert TimedOut(seat) == timed_out
     assert isinstance(drew, Drew)
     assert isinstance(discarded, Discarded)
     assert (seat, seat) == (drew.seat, discarded.seat)
@@ -100,7 +101,7 @@ async def test_a_deadline_that_passed_while_the_server_was_down_fires_on_restart
     clock.advance(45)
     second = await TableActor.load(store, "t1", RecordingOutbox(store), clock=clock)
     second.start()
-    await asyncio.wait_for(second.wait_for_seq(seq + 2), WAIT)
+    await asyncio.wait_for(second.wait_for_seq(seq + 3), WAIT)
     await second.stop()
 
 
@@ -139,3 +140,46 @@ def test_the_automatic_move_passes_in_a_claim_window_and_draws_otherwise() -> No
     game = new_game("basic", {}, 2)
     game = evolve(game, chance(game, random.Random(1)))
     assert DrawStock() == auto_command(game, to_move(game))
+
+
+async def test_a_seat_that_misses_three_turns_in_a_row_is_played_for_at_once(
+    store: EventStore,
+) -> None:
+    """After max_timeouts timeouts the seat is forfeited and its turns no longer wait."""
+    clock = ManualClock()
+    actor = await _table(store, clock)
+    game = actor.table.game
+    assert game is not None
+    absent = to_move(game)
+    for _ in range(3):
+        game = actor.table.game
+        assert game is not None
+        if to_move(game) != absent:
+            mover = to_move(game)
+            await _play_one_turn(actor, mover)
+        seq = actor.table.seq
+        await asyncio.wait_for(clock.wait_for_sleeper(clock.time + 30), WAIT)
+        clock.advance(30)
+        await asyncio.wait_for(actor.wait_for_seq(seq + 3), WAIT)
+    game = actor.table.game
+    assert game is not None
+    assert game.forfeited[absent]
+    mover = 1 - absent
+    seq = actor.table.seq
+    await _play_one_turn(actor, mover)
+    # No clock advance: the forfeited seat's turn is played without waiting.
+    await asyncio.wait_for(actor.wait_for_seq(actor.table.seq + 2), WAIT)
+    assert actor.table.seq > seq
+    refused = await actor.submit(actor.table.seats[absent], DrawStock(), "late")
+    assert "table/forfeited" == refused.code
+    await actor.stop()
+
+
+async def _play_one_turn(actor: TableActor, seat: int) -> None:
+    """The seat draws from the stock and discards its first card."""
+    player = actor.table.seats[seat]
+    assert (await actor.submit(player, DrawStock())).ok
+    game = actor.table.game
+    assert game is not None
+    discard = next(a for a in legal_actions(game, seat) if isinstance(a, Discard))
+    assert (await actor.submit(player, discard)).ok
