@@ -64,6 +64,7 @@ from typing import Any
 
 import asyncpg
 
+from bench.engine import cpu_model
 from server.engine import Command, is_over, legal_actions, to_move
 from server.tables.actor import TableActor
 from server.tables.postgres_store import PostgresStore
@@ -885,18 +886,6 @@ def verdict(ok: bool) -> str:
 def milliseconds(seconds: float) -> str:
     """``seconds`` in ms, two decimals."""
     return f"{seconds * 1000:.2f}"
-
-
-def cpu_model() -> str:
-    """The CPU model from /proc/cpuinfo (Linux), else ``platform.processor()``."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def filesystem(path: str) -> str:
