@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from protocol.cards import Card, card_face, make_deck
 from server.engine import solver
-from server.engine.cards import Card, card_face, make_deck
 from server.engine.melds import AceMode, MeldRules, enumerate_melds
 
 GIN_VALUES: tuple[int, ...] = (*(min(face % 13 + 1, 10) for face in range(52)), 0)

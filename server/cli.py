@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from protocol.errors import CodedError
 from server.engine import (
     OPTIONS,
     VARIANTS,
@@ -37,7 +38,6 @@ from server.engine import (
 )
 from server.engine.variants import parse_option_value
 from server.narration import describe_event
-from server.tables.errors import TableError
 
 if TYPE_CHECKING:
     from server.tables.replay import LogRow
@@ -306,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         status: int = args.handler(args)
-    except (EngineError, TableError) as error:
+    except CodedError as error:
         print(f"ramino: error [{error.code}]: {error.message}", file=sys.stderr)
         return 2
     except BrokenPipeError:

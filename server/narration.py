@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from protocol.game import format_spec
 from server.engine import (
     ClaimAnswered,
     Claimed,
@@ -29,7 +30,6 @@ from server.engine import (
     format_card,
     format_cards,
 )
-from server.engine.actions import format_spec
 from server.engine.views import HIDDEN
 
 __all__ = ["describe_event", "describe_spec"]

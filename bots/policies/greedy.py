@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from protocol.cards import face_rank, face_suit
 from server.engine import (
     Command,
     Discard,
@@ -20,7 +21,6 @@ from server.engine import (
     card_face,
     is_joker,
 )
-from server.engine.cards import face_rank, face_suit
 from server.engine.melds import enumerate_melds
 from server.engine.solver import deadwood
 

@@ -19,7 +19,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from server.engine.actions import (
+from protocol.cards import (
+    JOKER,
+    Card,
+    Face,
+    card_face,
+    format_card,
+    format_cards,
+    format_face,
+    is_joker,
+    make_deck,
+    parse_card,
+    parse_cards,
+    parse_face,
+)
+from protocol.game import (
     Claim,
     ClaimAnswered,
     Claimed,
@@ -52,20 +66,6 @@ from server.engine.actions import (
     TookDiscard,
     UpcardPassed,
     describe_command,
-)
-from server.engine.cards import (
-    JOKER,
-    Card,
-    Face,
-    card_face,
-    format_card,
-    format_cards,
-    format_face,
-    is_joker,
-    make_deck,
-    parse_card,
-    parse_cards,
-    parse_face,
 )
 from server.engine.errors import (
     EngineError,

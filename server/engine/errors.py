@@ -3,17 +3,21 @@
 ::
 
     EngineError                      code namespace
-    ├── NotationError                notation/*   a card or position text that does not parse
     ├── VariantError                 variant/*    unknown preset/option, bad or contradictory value
     └── RuleError                    rules/*      a command the rules refuse
         ├── InvalidMeldError         rules/invalid_meld, rules/min_natural, ...
         └── IllegalMoveError         rules/not_your_turn, rules/wrong_phase, ...
+
+``NotationError`` (``notation/*``: a card or position text that does not parse) is the
+protocol's, since card notation is part of the wire contract.
 
 All of them are peer mistakes (bad input or an illegal move); a bug in the engine surfaces as any
 other exception.
 """
 
 from __future__ import annotations
+
+from protocol.errors import CodedError, NotationError
 
 __all__ = [
     "CodedError",
@@ -26,33 +30,10 @@ __all__ = [
 ]
 
 
-class CodedError(Exception):
-    """An error a client is told about: ``code`` (stable, namespaced) and ``message``.
-
-    The base of the engine's errors and of the table layer's.
-    """
-
-    default_code = "error"
-
-    def __init__(self, message: str, code: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code or self.default_code
-        self.message = message
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.message!r}, code={self.code!r})"
-
-
 class EngineError(CodedError):
     """Base of every error the engine raises on purpose; ``code`` names it for clients."""
 
     default_code = "engine/error"
-
-
-class NotationError(EngineError, ValueError):
-    """A card, face or position text that does not parse."""
-
-    default_code = "notation/invalid"
 
 
 class VariantError(EngineError, ValueError):

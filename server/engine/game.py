@@ -39,7 +39,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from server.engine.actions import (
+from protocol.cards import (
+    Card,
+    card_face,
+    face_rank,
+    face_suit,
+    format_card,
+    is_joker,
+    make_deck,
+)
+from protocol.game import (
     Claim,
     ClaimAnswered,
     Claimed,
@@ -71,15 +80,6 @@ from server.engine.actions import (
     TakeDiscard,
     TookDiscard,
     UpcardPassed,
-)
-from server.engine.cards import (
-    Card,
-    card_face,
-    face_rank,
-    face_suit,
-    format_card,
-    is_joker,
-    make_deck,
 )
 from server.engine.errors import IllegalMoveError, InvalidMeldError, RuleError
 from server.engine.melds import Meld as TableMeldShape

@@ -9,8 +9,8 @@ from __future__ import annotations
 import functools
 from collections import Counter
 
-from server.engine.actions import Event, HandEnded, Knocked
-from server.engine.cards import Card, format_cards, make_deck
+from protocol.cards import Card, format_cards, make_deck
+from protocol.game import Event, HandEnded, Knocked
 from server.engine.game import Phase, State
 from server.engine.views import HIDDEN, redact, view, visible_cards
 

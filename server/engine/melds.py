@@ -22,7 +22,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from server.engine.cards import (
+from protocol.cards import (
     JOKER,
     Card,
     Face,
@@ -194,7 +194,7 @@ def check_meld(
     ``faces`` declares what each card stands for (parallel to ``cards``); it may be omitted when
     the meld has no jokers, or to let the engine choose the first valid declaration.
 
-    >>> from server.engine.cards import parse_cards
+    >>> from protocol.cards import parse_cards
     >>> str(check_meld(parse_cards("9H 7H 8H"), MeldRules()))
     '7H 8H 9H'
 

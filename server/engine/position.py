@@ -101,8 +101,7 @@ import re
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
-from server.engine.actions import HandEnded, MeldSpec
-from server.engine.cards import (
+from protocol.cards import (
     Card,
     Face,
     card_face,
@@ -113,6 +112,7 @@ from server.engine.cards import (
     parse_card,
     parse_face,
 )
+from protocol.game import HandEnded, MeldSpec
 from server.engine.errors import InvalidMeldError, NotationError, VariantError
 from server.engine.game import NO_CARD, Phase, State, TableMeld
 from server.engine.melds import check_meld
@@ -416,7 +416,7 @@ def _bad(field: str, value: str, problem: str) -> NotationError:
 def from_position(text: str) -> State:
     """Read a position written in the notation (see the module docstring) into a ``State``.
 
-    >>> from server.engine.cards import format_cards
+    >>> from protocol.cards import format_cards
     >>> state = from_position(
     ...     "ramino1 basic 2 draw hand=1 dealer=0 turn=1 scores=0,0 active=11"
     ...     " hands=2C.3C.4C.5D.6D.7D.8S.9S.TS.JH/AH.2H.3H.4S.5S.6S.7C.8C.9C.TD"

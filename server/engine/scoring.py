@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from server.engine.actions import MeldSpec
-from server.engine.cards import Card, card_face, face_rank, is_joker
+from protocol.cards import Card, card_face, face_rank, is_joker
+from protocol.game import MeldSpec
 from server.engine.melds import Meld, MeldKind
 from server.engine.variants import Rules
 

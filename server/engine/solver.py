@@ -39,7 +39,7 @@ import functools
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 
-from server.engine.cards import JOKER, Card, Face, card_face, is_joker
+from protocol.cards import JOKER, Card, Face, card_face, is_joker
 from server.engine.melds import (
     AceMode,
     Meld,
@@ -557,7 +557,7 @@ def _sorted_melds(melds: Iterable[Meld]) -> tuple[Meld, ...]:
 def deadwood(hand: Iterable[Card], rules: MeldRules, values: Sequence[int]) -> int:
     """The least deadwood of ``hand``: the value of the cards left out of the best melds.
 
-    >>> from server.engine.cards import parse_cards
+    >>> from protocol.cards import parse_cards
     >>> gin = tuple(min(face % 13 + 1, 10) for face in range(52)) + (0,)
     >>> deadwood(parse_cards("7H 8H 9H 9C KS"), MeldRules(), gin)  # 9C and KS left over
     19
@@ -665,7 +665,7 @@ def best_discard(
     """The discard that leaves the least deadwood, among cards not in ``forbidden``; and that
     deadwood (the exhaustive minimum over the allowed discards). Ties go to the lowest card.
 
-    >>> from server.engine.cards import format_card, parse_cards
+    >>> from protocol.cards import format_card, parse_cards
     >>> gin = tuple(min(face % 13 + 1, 10) for face in range(52)) + (0,)
     >>> hand = parse_cards("6S 3C 4H 2H 5H 4C 6C 3S 6H 5S 5C")
     >>> card, left = best_discard(hand, MeldRules(), gin)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.engine.cards import JOKER, face_rank
+from protocol.cards import JOKER, face_rank
 from server.engine.errors import VariantError
 from server.engine.melds import AceMode, MeldRules
 

@@ -9,72 +9,12 @@ from __future__ import annotations
 import functools
 from fractions import Fraction
 
-import msgspec
-
-from server.engine.actions import Claimed, Dealt, Drew, Event, HandEnded, StockRebuilt
-from server.engine.cards import Card, Face
+from protocol.cards import HIDDEN, Card
+from protocol.game import Claimed, Dealt, Drew, Event, MeldView, StockRebuilt, View
 from server.engine.game import State, deal_layout, to_move
 from server.engine.scoring import format_amount
 
 __all__ = ["HIDDEN", "MeldView", "View", "redact", "view", "visible_cards"]
-
-HIDDEN: Card = -1
-"""Stands for a card the viewer may not see."""
-
-
-class MeldView(msgspec.Struct, frozen=True):
-    """A table meld: its cards, what each stands for, and who laid each."""
-
-    kind: str
-    cards: tuple[Card, ...]
-    faces: tuple[Face, ...]
-    owners: tuple[int, ...]
-
-
-class View(msgspec.Struct, frozen=True):
-    """A state as one seat (``seat`` >= 0) or a spectator (``seat`` = -1) sees it."""
-
-    variant: str
-    options: dict[str, object]
-    players: int
-    seat: int
-    phase: str
-    hand_number: int
-    dealer: int
-    turn: int
-    to_move: int
-    scores: tuple[str, ...]
-    active: tuple[bool, ...]
-    hand: tuple[Card, ...]
-    """The viewer's own cards (empty for a spectator)."""
-    hand_sizes: tuple[int, ...]
-    stock_size: int
-    pile: tuple[Card, ...]
-    """The whole discard pile, upcard last (every discard was seen by everyone)."""
-    melds: tuple[MeldView, ...]
-    taken: tuple[Card, ...]
-    """Cards the seat to move took from the pile this turn."""
-    melds_this_turn: int
-    stock_reuses: int
-    melded: tuple[bool, ...]
-    """Seats that have melded this hand (in Ramino: that have opened)."""
-    required: Card
-    """A card the seat to move must lay down before his turn can end (-1: none)."""
-    claim_kind: str
-    """``rummy`` or ``bussare`` while a claim window is open, else empty."""
-    claim_seats: tuple[int, ...]
-    claim_answers: tuple[int, ...]
-    """Parallel to ``claim_seats``: 0 waiting, -1 passed, n > 0 claimed n cards."""
-    knock_limit: int
-    """Gin Rummy: the most deadwood a knock may leave this hand."""
-    upcard_passes: int
-    """Gin Rummy: how many players declined the first upcard."""
-    hands_won: tuple[int, ...]
-    """Gin Rummy: hands each seat has won (boxes)."""
-    forfeited: tuple[bool, ...]
-    """Seats the server plays for after repeated timeouts."""
-    winners: tuple[int, ...]
-    last_result: HandEnded | None
 
 
 def view(state: State, seat: int | None = None) -> View:

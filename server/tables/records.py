@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-from server.engine.actions import Event as EngineEvent
+from protocol.game import Event as EngineEvent
 
 __all__ = [
     "RECORD_VERSION",

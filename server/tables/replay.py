@@ -34,6 +34,8 @@ from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
+from protocol.cards import card_copy
+from protocol.game import Event as EngineEvent
 from server.engine import (
     Card,
     Dealt,
@@ -42,8 +44,6 @@ from server.engine import (
     format_cards,
     redact,
 )
-from server.engine.actions import Event as EngineEvent
-from server.engine.cards import card_copy
 from server.engine.views import HIDDEN
 from server.narration import describe_event
 from server.tables.errors import ReplayError, StoreError, UnknownTable

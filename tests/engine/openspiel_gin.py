@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocol.cards import face_rank
+from protocol.game import Knock
 from server.engine import (
     Card,
     Command,
@@ -35,8 +37,6 @@ from server.engine import (
     card_face,
     make_deck,
 )
-from server.engine.actions import Knock
-from server.engine.cards import face_rank
 
 __all__ = [
     "DRAW_STOCK",

@@ -45,6 +45,8 @@ from typing import Any, NoReturn
 
 import pytest
 
+from protocol.cards import card_face, face_rank
+from protocol.game import Knock, Knocked
 from server.engine import (
     Card,
     Command,
@@ -67,8 +69,6 @@ from server.engine import (
     solver,
     to_move,
 )
-from server.engine.actions import Knock, Knocked
-from server.engine.cards import card_face, face_rank
 from server.engine.melds import (
     Meld,
     MeldKind,

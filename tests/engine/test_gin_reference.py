@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from server.engine.cards import (
+from protocol.cards import (
     Card,
     card_face,
     format_card,

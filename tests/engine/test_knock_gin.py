@@ -11,6 +11,7 @@ import random
 
 import pytest
 
+from protocol.game import Knock, Knocked, UpcardPassed
 from server.engine import (
     Card,
     Command,
@@ -39,7 +40,6 @@ from server.engine import (
     new_game,
     to_move,
 )
-from server.engine.actions import Knock, Knocked, UpcardPassed
 from tests.engine.helpers import card, cards, deal, deal_next, meld, play, refusal, spec, step
 
 # Private helpers -------------------------------------------------------------------------------

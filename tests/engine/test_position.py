@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.engine import position
-from server.engine.actions import (
+from protocol.cards import JOKER, card_face, format_cards, make_face, parse_card, parse_cards
+from protocol.game import (
     Command,
     Discard,
     Discarded,
@@ -30,7 +30,7 @@ from server.engine.actions import (
     TakeDiscard,
     UpcardPassed,
 )
-from server.engine.cards import JOKER, card_face, format_cards, make_face, parse_card, parse_cards
+from server.engine import position
 from server.engine.errors import NotationError
 from server.engine.game import (
     Phase,

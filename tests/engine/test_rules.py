@@ -13,6 +13,7 @@ from fractions import Fraction
 
 import pytest
 
+from protocol.cards import face_rank
 from server.engine import (
     JOKER,
     Command,
@@ -56,7 +57,6 @@ from server.engine import (
     parse_face,
     to_move,
 )
-from server.engine.cards import face_rank
 from tests.engine.helpers import (
     card,
     cards,

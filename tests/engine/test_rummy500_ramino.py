@@ -11,6 +11,14 @@ from fractions import Fraction
 
 import pytest
 
+from protocol.game import (
+    Claim,
+    ClaimAnswered,
+    Claimed,
+    ClaimWindowClosed,
+    ClaimWindowOpened,
+    Floated,
+)
 from server.engine import (
     HIDDEN,
     Discard,
@@ -44,14 +52,6 @@ from server.engine import (
     new_game,
     redact,
     view,
-)
-from server.engine.actions import (
-    Claim,
-    ClaimAnswered,
-    Claimed,
-    ClaimWindowClosed,
-    ClaimWindowOpened,
-    Floated,
 )
 from server.engine.game import awaiting
 from server.engine.scoring import meld_points, opening_points

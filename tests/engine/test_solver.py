@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.engine import solver
-from server.engine.cards import (
+from protocol.cards import (
     JOKER,
     Card,
     card_face,
@@ -20,6 +19,7 @@ from server.engine.cards import (
     parse_card,
     parse_cards,
 )
+from server.engine import solver
 from server.engine.errors import InvalidMeldError
 from server.engine.melds import (
     AceMode,

@@ -23,9 +23,10 @@ import functools
 import re
 from collections.abc import Iterable
 
-from server.engine.errors import NotationError
+from protocol.errors import NotationError
 
 __all__ = [
+    "HIDDEN",
     "JOKER",
     "RANKS",
     "SUITS",
@@ -52,6 +53,9 @@ Card = int
 
 Face = int
 """What a card shows (0-51 natural, 52 joker), regardless of which deck it came from."""
+
+HIDDEN: Card = -1
+"""Stands for a card the viewer may not see (in views and redacted events)."""
 
 JOKER: Face = 52
 RANKS = "A23456789TJQK"

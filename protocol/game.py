@@ -13,7 +13,7 @@ from typing import TypeAlias
 
 import msgspec
 
-from server.engine.cards import Card, Face, format_card, format_face, is_joker
+from protocol.cards import Card, Face, format_card, format_face, is_joker
 
 __all__ = [
     "Claim",
@@ -38,6 +38,7 @@ __all__ = [
     "LayOff",
     "Meld",
     "MeldSpec",
+    "MeldView",
     "Melded",
     "Pass",
     "SeatForfeited",
@@ -47,6 +48,7 @@ __all__ = [
     "TakeDiscard",
     "TookDiscard",
     "UpcardPassed",
+    "View",
     "describe_command",
     "format_spec",
 ]
@@ -315,6 +317,64 @@ Event: TypeAlias = (
     | HandEnded
     | GameEnded
 )
+
+
+# Views -----------------------------------------------------------------------------------------
+
+
+class MeldView(msgspec.Struct, frozen=True):
+    """A table meld: its cards, what each stands for, and who laid each."""
+
+    kind: str
+    cards: tuple[Card, ...]
+    faces: tuple[Face, ...]
+    owners: tuple[int, ...]
+
+
+class View(msgspec.Struct, frozen=True):
+    """A state as one seat (``seat`` >= 0) or a spectator (``seat`` = -1) sees it."""
+
+    variant: str
+    options: dict[str, object]
+    players: int
+    seat: int
+    phase: str
+    hand_number: int
+    dealer: int
+    turn: int
+    to_move: int
+    scores: tuple[str, ...]
+    active: tuple[bool, ...]
+    hand: tuple[Card, ...]
+    """The viewer's own cards (empty for a spectator)."""
+    hand_sizes: tuple[int, ...]
+    stock_size: int
+    pile: tuple[Card, ...]
+    """The whole discard pile, upcard last (every discard was seen by everyone)."""
+    melds: tuple[MeldView, ...]
+    taken: tuple[Card, ...]
+    """Cards the seat to move took from the pile this turn."""
+    melds_this_turn: int
+    stock_reuses: int
+    melded: tuple[bool, ...]
+    """Seats that have melded this hand (in Ramino: that have opened)."""
+    required: Card
+    """A card the seat to move must lay down before his turn can end (-1: none)."""
+    claim_kind: str
+    """``rummy`` or ``bussare`` while a claim window is open, else empty."""
+    claim_seats: tuple[int, ...]
+    claim_answers: tuple[int, ...]
+    """Parallel to ``claim_seats``: 0 waiting, -1 passed, n > 0 claimed n cards."""
+    knock_limit: int
+    """Gin Rummy: the most deadwood a knock may leave this hand."""
+    upcard_passes: int
+    """Gin Rummy: how many players declined the first upcard."""
+    hands_won: tuple[int, ...]
+    """Gin Rummy: hands each seat has won (boxes)."""
+    forfeited: tuple[bool, ...]
+    """Seats the server plays for after repeated timeouts."""
+    winners: tuple[int, ...]
+    last_result: HandEnded | None
 
 
 def format_spec(spec: MeldSpec) -> str:
