@@ -9,13 +9,14 @@ Commands are validated by ``decide``; events are trusted by ``evolve``.
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import msgspec
 
 from protocol.cards import Card, Face, format_card, format_face, is_joker
 
 __all__ = [
+    "COMMAND_TYPES",
     "Claim",
     "ClaimAnswered",
     "ClaimWindowClosed",
@@ -23,6 +24,8 @@ __all__ = [
     "Claimed",
     "Command",
     "Dealt",
+    "DeckCommitted",
+    "DeckRevealed",
     "Declined",
     "Discard",
     "Discarded",
@@ -31,6 +34,7 @@ __all__ = [
     "Event",
     "Floated",
     "GameEnded",
+    "GameStarted",
     "HandEnded",
     "Knock",
     "Knocked",
@@ -41,11 +45,18 @@ __all__ = [
     "MeldView",
     "Melded",
     "Pass",
+    "PlayerSat",
+    "PlayerStood",
+    "SeatBack",
     "SeatForfeited",
     "StockRebuilt",
     "SwapJoker",
     "SwappedJoker",
+    "TableClosed",
+    "TableCreated",
+    "TableEvent",
     "TakeDiscard",
+    "TimedOut",
     "TookDiscard",
     "UpcardPassed",
     "View",
@@ -130,6 +141,8 @@ class Knock(msgspec.Struct, frozen=True, tag="knock"):
 Command: TypeAlias = (
     DrawStock | TakeDiscard | Meld | LayOff | SwapJoker | Discard | Pass | Claim | Knock
 )
+COMMAND_TYPES = (DrawStock, TakeDiscard, Meld, LayOff, SwapJoker, Discard, Pass, Claim, Knock)
+"""The classes of ``Command``, for ``isinstance``."""
 
 # Events ----------------------------------------------------------------------------------------
 
@@ -316,6 +329,99 @@ Event: TypeAlias = (
     | ClaimWindowClosed
     | HandEnded
     | GameEnded
+)
+
+
+# Table events: a table's life outside the rules ----------------------------------------------
+
+
+class TableCreated(msgspec.Struct, frozen=True, tag="table_created"):
+    """A table exists: its variant and options (validated), seats and settings."""
+
+    table_id: str
+    variant: str
+    options: dict[str, Any]
+    seats: int
+    host: str
+    private: bool = False
+    invite_code: str = ""
+    move_seconds: float = 0.0
+    """Move timer in seconds (0: no timer)."""
+    max_timeouts: int = 3
+    """Timeouts in a row after which the server plays for the seat for good (0: never)."""
+
+
+class PlayerSat(msgspec.Struct, frozen=True, tag="player_sat"):
+    """``player`` took seat ``seat``."""
+
+    seat: int
+    player: str
+
+
+class PlayerStood(msgspec.Struct, frozen=True, tag="player_stood"):
+    """``player`` left seat ``seat``."""
+
+    seat: int
+    player: str
+
+
+class GameStarted(msgspec.Struct, frozen=True, tag="game_started"):
+    """Game number ``game`` begins with the players in their seats (a rematch is game 2, ...)."""
+
+    game: int
+    players: tuple[str, ...]
+
+
+class DeckCommitted(msgspec.Struct, frozen=True, tag="deck_committed"):
+    """Before a deal: the hash of salt + deck order, shown to every seat.
+
+    ``salt`` is kept in the server's log and stripped from every published copy until the
+    hand's ``DeckRevealed``.
+    """
+
+    game: int
+    hand: int
+    commitment: str
+    salt: str = ""
+
+
+class DeckRevealed(msgspec.Struct, frozen=True, tag="deck_revealed"):
+    """After a hand: the salt and the deck order, so anyone can check the commitment."""
+
+    game: int
+    hand: int
+    salt: str
+    order: tuple[int, ...]
+
+
+class TimedOut(msgspec.Struct, frozen=True, tag="timed_out"):
+    """``seat``'s time ran out; the server plays its turn (the moves follow)."""
+
+    seat: int
+
+
+class SeatBack(msgspec.Struct, frozen=True, tag="seat_back"):
+    """``seat`` moved by itself again after timeouts: its count starts over."""
+
+    seat: int
+
+
+class TableClosed(msgspec.Struct, frozen=True, tag="table_closed"):
+    """The table is closed (everyone left, or an operator closed it)."""
+
+    reason: str
+
+
+TableEvent: TypeAlias = (
+    TableCreated
+    | PlayerSat
+    | PlayerStood
+    | GameStarted
+    | DeckCommitted
+    | DeckRevealed
+    | TimedOut
+    | SeatBack
+    | TableClosed
 )
 
 

@@ -75,6 +75,10 @@ class Outbox(Protocol):
         """Deliver the record's projections to its recipients."""
         ...
 
+    async def flush(self, table: TableState) -> None:
+        """Every record of one append has been given to ``publish``; ``table`` is the result."""
+        ...
+
 
 class Reply(msgspec.Struct, frozen=True):
     """The one reply to a command: ok with the table ``seq`` after it, or a coded error."""
@@ -94,9 +98,10 @@ _REPLY_DECODER = msgspec.msgpack.Decoder(Reply)
 
 @dataclass
 class _Timeout:
-    """The table's timer ran out while the table was at ``seq``."""
+    """The table's timer ran out while the table was at ``seq``; ``done`` is set once handled."""
 
     seq: int
+    done: asyncio.Future[None]
 
 
 @dataclass
@@ -183,6 +188,7 @@ class TableActor:
         new_salt: Callable[[], str] | None = None,
         claim_seconds: float = 10.0,
         last_at: float | None = None,
+        grace_seconds: float = 30.0,
     ) -> None:
         self.table = table
         self.store = store
@@ -198,6 +204,10 @@ class TableActor:
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
         self._changed = asyncio.Condition()
+        self.grace_seconds = grace_seconds
+        """How long a disconnected player's seat waits before the server plays for it."""
+        self._absent_since: dict[str, float] = {}
+        self._poke = asyncio.Event()
 
     @classmethod
     async def load(
@@ -209,6 +219,7 @@ class TableActor:
         rng: random.Random | None = None,
         snapshot_every: int = 200,
         claim_seconds: float = 10.0,
+        grace_seconds: float = 30.0,
     ) -> TableActor:
         """An actor for ``table_id`` as its log says (recovery after a restart).
 
@@ -227,6 +238,7 @@ class TableActor:
             snapshot_every=snapshot_every,
             claim_seconds=claim_seconds,
             last_at=last_at,
+            grace_seconds=grace_seconds,
         )
 
     def start(self) -> None:
@@ -254,33 +266,65 @@ class TableActor:
         async with self._changed:
             await self._changed.wait_for(lambda: self.table.seq >= seq)
 
+    def set_absent(self, player: str, absent: bool) -> None:
+        """Presence: ``player`` went away (his grace period starts now) or is back.
+
+        Once the grace period is over, the server plays the player's turns as they come, as if
+        his move timer had run out each time (so they count towards forfeiting the seat).
+        """
+        if absent:
+            self._absent_since.setdefault(player, self.clock.now())
+        elif self._absent_since.pop(player, None) is None:
+            return
+        self._poke.set()
+
+    def absent(self, player: str) -> bool:
+        """Whether ``player`` is marked as gone."""
+        return player in self._absent_since
+
+    def due(self) -> float | None:
+        """When the server next plays for an awaited seat (``None``: no timer runs)."""
+        created = self.table.created
+        move_seconds = created.move_seconds if created is not None else 0.0
+        game = self.table.game
+        due = deadline(game, self.last_at, move_seconds, self.claim_seconds)
+        if game is None or game.phase is Phase.CLAIM or not awaiting(game):
+            return due
+        for seat in awaiting(game):
+            if game.forfeited[seat]:
+                return self.last_at  # the server plays for a forfeited seat at once
+            since = self._absent_since.get(self.table.seats[seat])
+            if since is not None:
+                gone = max(since + self.grace_seconds, self.last_at)
+                due = gone if due is None else min(due, gone)
+        return due
+
     async def _run_timer(self) -> None:
-        """Wait for the current deadline; when it passes unchanged, queue a timeout."""
+        """Wait for the current deadline; when it passes unchanged, queue a timeout.
+
+        The deadline is worked out again whenever the table moves or presence changes.
+        """
         while True:
-            created = self.table.created
-            move_seconds = created.move_seconds if created is not None else 0.0
+            self._poke.clear()
             seq = self.table.seq
-            game = self.table.game
-            due = deadline(game, self.last_at, move_seconds, self.claim_seconds)
-            if (
-                game is not None
-                and game.phase is not Phase.CLAIM
-                and any(game.forfeited[seat] for seat in awaiting(game))
-            ):
-                due = self.last_at  # the server plays for a forfeited seat at once
-            if due is None:
-                await self._wait_past(seq)
-                continue
-            sleeper = asyncio.create_task(self.clock.sleep_until(due))
-            moved = asyncio.create_task(self._wait_past(seq))
+            due = self.due()
+            waits = {
+                asyncio.create_task(self._wait_past(seq)),
+                asyncio.create_task(self._poke.wait()),
+            }
+            sleeper = None
+            if due is not None:
+                sleeper = asyncio.create_task(self.clock.sleep_until(due))
+                waits.add(sleeper)
             try:
-                done, _ = await asyncio.wait({sleeper, moved}, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                sleeper.cancel()
-                moved.cancel()
-            if sleeper in done and self.table.seq == seq:
-                await self._jobs.put(_Timeout(seq))
-                await self._wait_past(seq)
+                for task in waits:
+                    task.cancel()
+            if sleeper is not None and sleeper in done and self.table.seq == seq:
+                ran = asyncio.get_running_loop().create_future()
+                await self._jobs.put(_Timeout(seq, ran))
+                await ran  # the table moved, or nothing was due after all
 
     async def _wait_past(self, seq: int) -> None:
         async with self._changed:
@@ -308,6 +352,9 @@ class TableActor:
                     await self._play_for_absent(job.seq)
                 except Exception:  # our bug or a failed store: log it, keep the table as it was
                     _log.exception("automatic move failed", extra={"table": self.table.table_id})
+                finally:
+                    if not job.done.done():
+                        job.done.set_result(None)
                 continue
             try:
                 reply = await self._handle(job)
@@ -359,8 +406,15 @@ class TableActor:
     async def _play_for_absent(self, seq: int) -> None:
         """Time is up at ``seq``: play the awaited seat's turn, or pass open claims."""
         game = self.table.game
-        if self.table.seq != seq or game is None or not awaiting(game):
-            return  # someone moved meanwhile; the timer starts again
+        due = self.due()
+        if (
+            self.table.seq != seq
+            or game is None
+            or not awaiting(game)
+            or due is None
+            or due > self.clock.now()
+        ):
+            return  # someone moved or came back meanwhile; the timer starts again
         player = awaiting(game)[0]
         claim = game.phase is Phase.CLAIM
         created = self.table.created
@@ -435,6 +489,7 @@ class TableActor:
                 self.table = after
                 self._changed.notify_all()
             await self.outbox.publish(before, after.seq, record, after)
+        await self.outbox.flush(self.table)
         if (
             self.snapshot_every
             and table.seq // self.snapshot_every > (table.seq - len(pending)) // self.snapshot_every

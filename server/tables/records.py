@@ -17,6 +17,18 @@ from typing import Any, TypeAlias
 
 import msgspec
 
+from protocol.game import (
+    DeckCommitted,
+    DeckRevealed,
+    GameStarted,
+    PlayerSat,
+    PlayerStood,
+    SeatBack,
+    TableClosed,
+    TableCreated,
+    TableEvent,
+    TimedOut,
+)
 from protocol.game import Event as EngineEvent
 
 __all__ = [
@@ -41,94 +53,6 @@ __all__ = [
 RECORD_VERSION = 1
 
 
-class TableCreated(msgspec.Struct, frozen=True, tag="table_created"):
-    """A table exists: its variant and options (validated), seats and settings."""
-
-    table_id: str
-    variant: str
-    options: dict[str, Any]
-    seats: int
-    host: str
-    private: bool = False
-    invite_code: str = ""
-    move_seconds: float = 0.0
-    """Move timer in seconds (0: no timer)."""
-    max_timeouts: int = 3
-    """Timeouts in a row after which the server plays for the seat for good (0: never)."""
-
-
-class PlayerSat(msgspec.Struct, frozen=True, tag="player_sat"):
-    """``player`` took seat ``seat``."""
-
-    seat: int
-    player: str
-
-
-class PlayerStood(msgspec.Struct, frozen=True, tag="player_stood"):
-    """``player`` left seat ``seat``."""
-
-    seat: int
-    player: str
-
-
-class GameStarted(msgspec.Struct, frozen=True, tag="game_started"):
-    """Game number ``game`` begins with the players in their seats (a rematch is game 2, ...)."""
-
-    game: int
-    players: tuple[str, ...]
-
-
-class DeckCommitted(msgspec.Struct, frozen=True, tag="deck_committed"):
-    """Before a deal: the hash of salt + deck order, shown to every seat.
-
-    ``salt`` is kept in the server's log and stripped from every published copy until the
-    hand's ``DeckRevealed``.
-    """
-
-    game: int
-    hand: int
-    commitment: str
-    salt: str = ""
-
-
-class DeckRevealed(msgspec.Struct, frozen=True, tag="deck_revealed"):
-    """After a hand: the salt and the deck order, so anyone can check the commitment."""
-
-    game: int
-    hand: int
-    salt: str
-    order: tuple[int, ...]
-
-
-class TimedOut(msgspec.Struct, frozen=True, tag="timed_out"):
-    """``seat``'s time ran out; the server plays its turn (the moves follow)."""
-
-    seat: int
-
-
-class SeatBack(msgspec.Struct, frozen=True, tag="seat_back"):
-    """``seat`` moved by itself again after timeouts: its count starts over."""
-
-    seat: int
-
-
-class TableClosed(msgspec.Struct, frozen=True, tag="table_closed"):
-    """The table is closed (everyone left, or an operator closed it)."""
-
-    reason: str
-
-
-TableEvent: TypeAlias = (
-    TableCreated
-    | PlayerSat
-    | PlayerStood
-    | GameStarted
-    | DeckCommitted
-    | DeckRevealed
-    | TimedOut
-    | SeatBack
-    | TableClosed
-)
 RecordEvent: TypeAlias = TableEvent | EngineEvent
 
 

@@ -80,6 +80,7 @@ __all__ = [
     "format_time",
     "open_existing_store",
     "parse_viewer",
+    "project",
     "read_rows",
     "replay_rows",
     "summary_to_json",
@@ -369,7 +370,7 @@ _TABLE_EVENTS = (
 )
 
 
-def _redact(
+def project(
     event: RecordEvent, viewer: Viewer, before: TableState, early: bool = False
 ) -> RecordEvent:
     """``event`` as ``viewer`` may see it; ``before`` is the table the event applies to.
@@ -408,7 +409,7 @@ def _line(
     commitments: dict[tuple[int, int], str],
     early: bool,
 ) -> ReplayLine:
-    event = _redact(row.record.event, viewer, before, early)
+    event = project(row.record.event, viewer, before, early)
     names = _names(before)
     details: tuple[str, ...] = ()
     match event:

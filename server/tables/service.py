@@ -7,6 +7,7 @@ not finished when the server starts, timers included.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import secrets
 
@@ -31,13 +32,16 @@ class TableService:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         claim_seconds: float = 10.0,
+        grace_seconds: float = 30.0,
     ) -> None:
         self.store = store
         self.outbox = outbox
         self.clock = clock or SystemClock()
         self.rng = rng or random.Random(secrets.randbits(128))
         self.claim_seconds = claim_seconds
+        self.grace_seconds = grace_seconds
         self.actors: dict[str, TableActor] = {}
+        self._loading: dict[str, asyncio.Future[TableActor]] = {}
 
     async def start(self) -> list[str]:
         """Load and start every table that is not finished; return their ids."""
@@ -61,7 +65,20 @@ class TableService:
         """Open a new table (a fresh id unless one is given) and return its id and the reply."""
         table_id = table_id or secrets.token_hex(6)
         actor = await self._actor(table_id)
-        return table_id, await actor.submit(host, command, command_id)
+        reply = await actor.submit(host, command, command_id)
+        if actor.table.created is None and self.actors.get(table_id) is actor:
+            del self.actors[table_id]  # refused: no table was made
+            await actor.stop()
+        return table_id, reply
+
+    async def actor(self, table_id: str) -> TableActor | None:
+        """The actor of ``table_id``, loaded on first use; ``None`` if there is no such table."""
+        actor = self.actors.get(table_id)
+        if actor is None:
+            if await self.store.last_seq(table_id) == 0:
+                return None
+            actor = await self._actor(table_id)
+        return actor
 
     async def submit(
         self,
@@ -86,6 +103,18 @@ class TableService:
         return await actor.submit(sender, command, command_id, last_seq)
 
     async def _actor(self, table_id: str) -> TableActor:
+        """The one actor of ``table_id`` (two callers never load a table twice)."""
+        actor = self.actors.get(table_id)
+        if actor is not None:
+            return actor
+        loading = self._loading.get(table_id)
+        if loading is None:
+            loading = asyncio.ensure_future(self._load(table_id))
+            self._loading[table_id] = loading
+            loading.add_done_callback(lambda _: self._loading.pop(table_id, None))
+        return await asyncio.shield(loading)
+
+    async def _load(self, table_id: str) -> TableActor:
         actor = self.actors.get(table_id)
         if actor is None:
             if await self.store.last_seq(table_id) > 0:
@@ -96,6 +125,7 @@ class TableService:
                     clock=self.clock,
                     rng=random.Random(self.rng.getrandbits(128)),
                     claim_seconds=self.claim_seconds,
+                    grace_seconds=self.grace_seconds,
                 )
             else:
                 actor = TableActor(
@@ -105,6 +135,7 @@ class TableService:
                     clock=self.clock,
                     rng=random.Random(self.rng.getrandbits(128)),
                     claim_seconds=self.claim_seconds,
+                    grace_seconds=self.grace_seconds,
                 )
             actor.start()
             self.actors[table_id] = actor

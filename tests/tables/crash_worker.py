@@ -75,6 +75,9 @@ class NullOutbox:
     ) -> None:
         """Drop the record."""
 
+    async def flush(self, table: TableState) -> None:
+        """Nothing to flush."""
+
 
 @dataclass
 class Worker:

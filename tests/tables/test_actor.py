@@ -46,6 +46,9 @@ class RecordingOutbox:
             self.unpersisted.append(seq)
         self.published.append((seq, record))
 
+    async def flush(self, table: TableState) -> None:
+        """Nothing to flush."""
+
 
 @pytest.fixture
 async def actor(store: EventStore) -> AsyncIterator[TableActor]:

@@ -51,6 +51,9 @@ class NullOutbox:
     ) -> None:
         """Drop the record."""
 
+    async def flush(self, table: TableState) -> None:
+        """Nothing to flush."""
+
 
 def _v1_rows() -> list[StoredRow]:
     return msgspec.msgpack.decode((DATA / "v1_game.msgpack").read_bytes(), type=list[StoredRow])

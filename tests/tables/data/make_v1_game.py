@@ -69,6 +69,9 @@ class NullOutbox:
     ) -> None:
         """Drop the record."""
 
+    async def flush(self, table: TableState) -> None:
+        """Nothing to flush."""
+
 
 async def play(folder: Path) -> tuple[list[StoredRow], TableState]:
     """Play the game on a store in ``folder``; its rows and the final table."""

@@ -1,0 +1,358 @@
+"""Every message of protocol v1 as a msgspec Struct; msgpack maps on the wire.
+
+A client publishes a ``Request`` (an ``id`` it chooses, the command, and for table commands
+the last table ``seq`` it saw) on its command topic and gets exactly one ``Reply`` on its
+inbox: ``ok`` with what the command produced, or an error ``code`` and ``message``. Its inbox
+also carries an ``Update`` whenever one of its tables changes: the new events as this seat may
+see them, the seat's whole ``View`` and its legal actions, so a client needs no rules engine.
+Public topics carry ``TableEvents`` (every event as a spectator sees it), the retained
+``TableSnapshot`` and ``TableListing``, ``ChatLine`` and the retained ``ServerStatus``.
+
+Unions are tagged by a ``type`` field. Decoding enforces limits on sizes and lengths (see
+``protocol.codec``); every field a client sends is typed, so nothing nests deeper than this
+schema says.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypeAlias
+
+import msgspec
+from msgspec import Meta
+
+from protocol.game import (
+    Command as GameCommand,
+)
+from protocol.game import (
+    Event as GameEvent,
+)
+from protocol.game import (
+    TableEvent,
+    View,
+)
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AnyCommand",
+    "AnyEvent",
+    "ChatLine",
+    "ChatSay",
+    "CreateTable",
+    "Created",
+    "GameCommand",
+    "Hello",
+    "Inbox",
+    "Join",
+    "Leave",
+    "ListTables",
+    "ListVariants",
+    "Logged",
+    "OptionInfo",
+    "Presence",
+    "Rematch",
+    "Reply",
+    "Request",
+    "Result",
+    "Resync",
+    "ServerStatus",
+    "Sit",
+    "Stand",
+    "Start",
+    "Synced",
+    "TableEvents",
+    "TableListing",
+    "TableSnapshot",
+    "Tables",
+    "Update",
+    "VariantInfo",
+    "Variants",
+    "Welcome",
+]
+
+PROTOCOL_VERSION = 1
+
+Name = Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
+ShortText = Annotated[str, Meta(max_length=64)]
+OptionValue: TypeAlias = bool | int | float | str
+Options = Annotated[dict[ShortText, OptionValue], Meta(max_length=64)]
+
+# Lobby commands (published on ramino/v1/lobby/{shard}/{client}) -------------------------------
+
+
+class Hello(msgspec.Struct, frozen=True, tag="hello"):
+    """Version negotiation: the versions the client speaks; the reply picks one (``Welcome``)."""
+
+    versions: Annotated[tuple[int, ...], Meta(max_length=16)] = (PROTOCOL_VERSION,)
+    client: Annotated[str, Meta(max_length=128)] = ""
+    """Free text naming the client program, for the server's logs."""
+
+
+class ListVariants(msgspec.Struct, frozen=True, tag="list_variants"):
+    """The variants this server plays, with their options (reply: ``Variants``)."""
+
+
+class CreateTable(msgspec.Struct, frozen=True, tag="create_table"):
+    """Open a table (reply: ``Created``); the sender is its host and, with ``sit``, seat 0."""
+
+    variant: ShortText
+    options: Options = {}
+    seats: Annotated[int, Meta(ge=1, le=16)] = 2
+    private: bool = False
+    """A private table is not listed in the lobby; sitting needs its ``invite_code``."""
+    move_seconds: Annotated[float, Meta(ge=0, le=86400)] = 0.0
+    """Seconds per move (0: no timer); when it runs out the server plays for the seat."""
+    max_timeouts: Annotated[int, Meta(ge=0, le=100)] = 3
+    """Timeouts in a row after which the server plays the rest of the game for the seat."""
+    sit: bool = True
+
+
+class ListTables(msgspec.Struct, frozen=True, tag="list_tables"):
+    """Public tables (reply: ``Tables``); empty filters match everything."""
+
+    status: ShortText = ""
+    """``waiting``, ``playing`` or ``finished``."""
+    variant: ShortText = ""
+
+
+# Table commands (published on ramino/v1/table/{table}/cmd/{client}) ---------------------------
+
+
+class Join(msgspec.Struct, frozen=True, tag="join"):
+    """Watch a table: the reply carries its snapshot (``Synced``); a private one needs the code."""
+
+    invite_code: ShortText = ""
+
+
+class Sit(msgspec.Struct, frozen=True, tag="sit"):
+    """Take seat ``seat`` (-1: the first free one) before a game starts or after it ends."""
+
+    seat: Annotated[int, Meta(ge=-1, le=15)] = -1
+    invite_code: ShortText = ""
+
+
+class Stand(msgspec.Struct, frozen=True, tag="stand"):
+    """Give up your seat (not while a game is on)."""
+
+
+class Leave(msgspec.Struct, frozen=True, tag="leave"):
+    """Stop watching; stands up too when no game is on."""
+
+
+class Start(msgspec.Struct, frozen=True, tag="start"):
+    """Start the game once every seat is taken (any seated player may)."""
+
+
+class Rematch(msgspec.Struct, frozen=True, tag="rematch"):
+    """A new game with the same players after the last one ended."""
+
+
+class Resync(msgspec.Struct, frozen=True, tag="resync"):
+    """Everything needed to catch up: the reply carries a ``Synced`` (view, legal actions, seq)."""
+
+
+class ChatSay(msgspec.Struct, frozen=True, tag="chat"):
+    """Say something at the table (rate-limited); everyone watching gets a ``ChatLine``."""
+
+    text: Annotated[str, Meta(min_length=1, max_length=500)]
+
+
+LobbyCommand: TypeAlias = Hello | ListVariants | CreateTable | ListTables
+TableCommand: TypeAlias = Join | Sit | Stand | Leave | Start | Rematch | Resync | ChatSay
+AnyCommand: TypeAlias = LobbyCommand | TableCommand | GameCommand
+
+
+class Request(msgspec.Struct, frozen=True):
+    """What a client publishes: its command with an id of its choosing.
+
+    ``id`` makes the command idempotent: sending the same id again (after a timeout or a
+    reconnection) returns the first reply and does not act twice. ``seq`` is the last table
+    sequence number the client saw; when given and not current, the command is refused with
+    ``table/stale_seq`` (omit it to skip the check).
+    """
+
+    id: Annotated[str, Meta(min_length=1, max_length=64)]
+    cmd: AnyCommand
+    seq: Annotated[int, Meta(ge=0)] | None = None
+
+
+class Presence(msgspec.Struct, frozen=True, tag="presence"):
+    """Published on ``ramino/v1/presence/{client}``: online on connecting, offline as the will."""
+
+    online: bool
+
+
+# Replies and their results ----------------------------------------------------------------------
+
+
+class Welcome(msgspec.Struct, frozen=True, tag="welcome"):
+    """Reply to ``Hello``: the version chosen and the server's limits."""
+
+    version: int
+    server: str
+    shards: int
+    max_payload: int
+    rate_per_second: float
+    burst: int
+
+
+class OptionInfo(msgspec.Struct, frozen=True):
+    """One table option: its kind (``bool``, ``int``, ``choice``), help and allowed values."""
+
+    name: str
+    kind: str
+    help: str
+    choices: tuple[str, ...] = ()
+    minimum: int | None = None
+    maximum: int | None = None
+
+
+class VariantInfo(msgspec.Struct, frozen=True):
+    """A preset: its name, title, player counts, default options and the options it accepts."""
+
+    name: str
+    title: str
+    description: str
+    min_players: int
+    max_players: int
+    defaults: dict[str, Any]
+    options: tuple[OptionInfo, ...]
+
+
+class Variants(msgspec.Struct, frozen=True, tag="variants"):
+    """Reply to ``ListVariants``."""
+
+    variants: tuple[VariantInfo, ...]
+
+
+class TableListing(msgspec.Struct, frozen=True, tag="listing"):
+    """A table as the lobby shows it (also retained on ``ramino/v1/tables/{table}``)."""
+
+    table: str
+    variant: str
+    options: dict[str, Any]
+    seats: tuple[str, ...]
+    """Player in each seat, ``""`` when free."""
+    status: str
+    host: str
+    move_seconds: float
+    game: int
+    """Games played or under way at this table."""
+
+
+class Tables(msgspec.Struct, frozen=True, tag="tables"):
+    """Reply to ``ListTables``."""
+
+    tables: tuple[TableListing, ...]
+
+
+class Created(msgspec.Struct, frozen=True, tag="created"):
+    """Reply to ``CreateTable``: the new table's id, its invite code if private, your seat."""
+
+    table: str
+    invite_code: str
+    seat: int
+
+
+AnyEvent: TypeAlias = GameEvent | TableEvent
+
+
+class Logged(msgspec.Struct, frozen=True):
+    """One event of a table's log, numbered; hidden cards are -1 for whoever may not see them."""
+
+    seq: int
+    event: AnyEvent
+
+
+class Synced(msgspec.Struct, frozen=True, tag="synced"):
+    """The whole present of a table as the requester may see it (reply to ``Resync``/``Join``).
+
+    ``view`` is ``None`` before the first game; ``seat`` is -1 for a spectator.
+    """
+
+    table: TableListing
+    seq: int
+    seat: int
+    view: View | None
+    legal: tuple[GameCommand, ...]
+    deadline: float
+    """When the move timer runs out (Unix time, 0: no timer running)."""
+
+
+Result: TypeAlias = Welcome | Variants | Tables | Created | Synced
+
+
+class Reply(msgspec.Struct, frozen=True, tag="reply"):
+    """The one reply to a ``Request`` with the same ``id``.
+
+    ``ok`` replies to table commands carry the table ``seq`` after the command and the events
+    it produced (as the sender may see them); lobby replies carry a ``result``. Errors carry a
+    stable ``code`` (docs/protocol.md lists them) and a message for people.
+    """
+
+    id: str
+    ok: bool
+    code: str = ""
+    message: str = ""
+    table: str = ""
+    seq: int = 0
+    events: tuple[Logged, ...] = ()
+    result: Result | None = None
+
+
+class Update(msgspec.Struct, frozen=True, tag="update"):
+    """A seated player's private update after each change of a table he sits at.
+
+    ``events`` are the new events (numbered, without gaps after the previous update's ``seq``);
+    ``view`` is this seat's whole view after them, ``legal`` what it may do now.
+    """
+
+    table: str
+    seq: int
+    seat: int
+    events: tuple[Logged, ...]
+    view: View | None
+    legal: tuple[GameCommand, ...]
+    deadline: float
+    status: str
+
+
+Inbox: TypeAlias = Reply | Update
+"""What arrives on ``ramino/v1/inbox/{client}``."""
+
+# Public topics -----------------------------------------------------------------------------------
+
+
+class TableEvents(msgspec.Struct, frozen=True, tag="events"):
+    """Public stream ``ramino/v1/table/{table}/events``: new events as a spectator sees them."""
+
+    table: str
+    events: tuple[Logged, ...]
+
+
+class TableSnapshot(msgspec.Struct, frozen=True, tag="snapshot"):
+    """Retained on ``ramino/v1/table/{table}/state``: the table as a spectator sees it."""
+
+    table: TableListing
+    seq: int
+    view: View | None
+    deadline: float
+
+
+class ChatLine(msgspec.Struct, frozen=True, tag="chat_line"):
+    """A chat line on ``ramino/v1/table/{table}/chat``."""
+
+    table: str
+    sender: str
+    text: str
+    at: float
+
+
+class ServerStatus(msgspec.Struct, frozen=True, tag="status"):
+    """Retained on ``ramino/v1/server/status``: whether a server is up, and its versions."""
+
+    online: bool
+    server: str
+    versions: tuple[int, ...]
+    shards: int
+    tables: int
+    started_at: float

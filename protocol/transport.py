@@ -1,0 +1,180 @@
+"""A small adapter over gmqtt: connect, subscribe, publish and an async stream of messages.
+
+The server, the SDK and the bots all reach the broker through it, so the MQTT client library
+is one choice in one place. It speaks MQTT 3.1.1 (the embedded broker knows no other),
+reconnects with backoff by itself, and subscribes again after every reconnection (sessions
+are clean). asyncio sets TCP_NODELAY on its TCP sockets, so a small message leaves at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import gmqtt
+from gmqtt.mqtt.constants import MQTTv311
+
+__all__ = ["BrokerAddress", "Message", "Transport", "TransportError", "parse_broker_url"]
+
+_log = logging.getLogger(__name__)
+
+
+class TransportError(Exception):
+    """The broker could not be reached, or it refused the credentials."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerAddress:
+    """Where the broker listens."""
+
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://{self.host}:{self.port}"
+
+
+def parse_broker_url(url: str) -> BrokerAddress:
+    """``mqtt://HOST:PORT`` (port 1883 when omitted), or ``HOST:PORT``.
+
+    Raises:
+        ValueError: not such an address.
+    """
+    text = url if "://" in url else f"mqtt://{url}"
+    parts = urlsplit(text)
+    if parts.scheme != "mqtt" or not parts.hostname:
+        raise ValueError(f"a broker address is mqtt://HOST:PORT, got {url!r}")
+    return BrokerAddress(parts.hostname, parts.port or 1883)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message received: its topic and payload."""
+
+    topic: str
+    payload: bytes
+    retain: bool = False
+    """The broker kept it and replays it to new subscribers (it is not a new message)."""
+
+
+class Transport:
+    """One MQTT connection with an inbound queue; see the module docstring."""
+
+    def __init__(
+        self,
+        username: str,
+        password: str = "",
+        client_id: str = "",
+        will: tuple[str, bytes] | None = None,
+        will_retain: bool = False,
+        reconnect_delay: float = 1.0,
+        queue_size: int = 0,
+    ) -> None:
+        self.username = username
+        self.client_id = client_id or f"{username}-{secrets.token_hex(4)}"
+        will_message = (
+            gmqtt.Message(will[0], will[1], qos=1, retain=will_retain) if will is not None else None
+        )
+        self._client = gmqtt.Client(self.client_id, clean_session=True, will_message=will_message)
+        self._client.set_auth_credentials(username, password or None)
+        self._client.set_config({"reconnect_retries": -1, "reconnect_delay": reconnect_delay})
+        self._client.on_message = self._on_message
+        self._client.on_connect = self._on_connect
+        self._client.on_disconnect = self._on_disconnect
+        self._subscriptions: dict[str, int] = {}
+        self._queue: asyncio.Queue[Message] = asyncio.Queue(queue_size)
+        self.connected = asyncio.Event()
+        self.lost = asyncio.Event()
+        """Set while the connection is down after having been up."""
+        self.connections = 0
+        """How many times the connection was made (1 + reconnections)."""
+        self.dropped = 0
+        """Messages dropped because the inbound queue was full."""
+
+    async def connect(self, address: BrokerAddress, keepalive: int = 30) -> None:
+        """Connect (the first time; later reconnections are automatic).
+
+        Raises:
+            TransportError: the broker is not there or refuses the credentials.
+        """
+        try:
+            await self._client.connect(
+                address.host, address.port, keepalive=keepalive, version=MQTTv311
+            )
+        except (TimeoutError, OSError) as error:
+            raise TransportError(f"cannot reach the broker at {address.url}: {error}") from None
+        except Exception as error:  # gmqtt raises its own types for a refused CONNECT
+            raise TransportError(f"the broker at {address.url} refused us: {error}") from None
+
+    async def close(self) -> None:
+        """Disconnect cleanly (no will message is sent)."""
+        with contextlib.suppress(Exception):
+            await self._client.disconnect()
+
+    def kill(self) -> None:
+        """Drop the connection without a DISCONNECT, as a crash would (the will is sent)."""
+        connection = self._client._connection
+        transport = getattr(getattr(connection, "_transport", None), "close", None)
+        self._client.set_config({"reconnect_retries": 0})
+        self._client._is_active = False
+        if transport is not None:
+            transport()
+
+    def subscribe(self, *topics: str, qos: int = 1) -> None:
+        """Subscribe now and after every reconnection."""
+        fresh = [topic for topic in topics if topic not in self._subscriptions]
+        for topic in fresh:
+            self._subscriptions[topic] = qos
+        if fresh and self.connected.is_set():
+            self._client.subscribe([gmqtt.Subscription(topic, qos=qos) for topic in fresh])
+
+    def unsubscribe(self, *topics: str) -> None:
+        """Stop receiving ``topics``."""
+        gone = [topic for topic in topics if self._subscriptions.pop(topic, None) is not None]
+        if gone and self.connected.is_set():
+            self._client.unsubscribe(gone)
+
+    def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False) -> None:
+        """Queue a message for the broker (QoS 1 messages are resent after a reconnection)."""
+        self._client.publish(topic, payload, qos=qos, retain=retain)
+
+    async def receive(self) -> Message:
+        """The next message received."""
+        return await self._queue.get()
+
+    async def messages(self) -> AsyncIterator[Message]:
+        """Every message received, in order, forever."""
+        while True:
+            yield await self._queue.get()
+
+    def _on_message(
+        self, client: Any, topic: str, payload: bytes, qos: int, properties: Any
+    ) -> int:
+        try:
+            retain = bool(properties.get("retain")) if isinstance(properties, dict) else False
+            self._queue.put_nowait(Message(topic, bytes(payload), retain))
+        except asyncio.QueueFull:
+            self.dropped += 1
+        return 0
+
+    def _on_connect(self, client: Any, flags: Any, rc: Any, properties: Any) -> None:
+        self.connections += 1
+        if self._subscriptions:
+            by_qos: dict[int, list[str]] = {}
+            for topic, qos in self._subscriptions.items():
+                by_qos.setdefault(qos, []).append(topic)
+            for qos, topics in by_qos.items():
+                client.subscribe([gmqtt.Subscription(topic, qos=qos) for topic in topics])
+        self.lost.clear()
+        self.connected.set()
+
+    def _on_disconnect(self, client: Any, packet: Any, exc: Any = None) -> None:
+        self.connected.clear()
+        self.lost.set()

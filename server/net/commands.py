@@ -1,0 +1,112 @@
+"""The network subcommands of ``ramino``: ``serve`` and ``accounts``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from protocol.transport import TransportError
+from server.net.accounts import Accounts, AccountsError, random_password
+from server.net.embedded import BrokerPortBusy
+from server.net.serve import ServeConfig, serve
+
+__all__ = ["add_commands"]
+
+_DEFAULT_ACCOUNTS = "deploy/mosquitto/passwd"
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``serve`` and ``accounts`` on the ``ramino`` parser."""
+    serve_parser = commands.add_parser(
+        "serve",
+        help="run the server (embedded broker by default)",
+        description="Run the game server. Every option can also be set by an environment "
+        "variable RAMINO_<NAME> (e.g. RAMINO_BROKER, RAMINO_STORE, RAMINO_SERVER_PASSWORD).",
+    )
+    serve_parser.add_argument(
+        "--broker",
+        help="'embedded' (default: an MQTT broker inside this process) or mqtt://HOST:PORT",
+    )
+    serve_parser.add_argument(
+        "--store", help="sqlite:///PATH (default sqlite:///ramino.db) or postgresql://..."
+    )
+    serve_parser.add_argument(
+        "--port", type=int, help="port of the embedded broker (default 1883; a free one if taken)"
+    )
+    serve_parser.add_argument("--server-user", help="the server's MQTT account (ramino-server)")
+    serve_parser.add_argument(
+        "--server-password", help="its password (embedded broker: a random one by default)"
+    )
+    serve_parser.add_argument(
+        "--accounts", help="accounts file for the embedded broker (default: guests)"
+    )
+    serve_parser.add_argument(
+        "--grace-seconds", type=float, help="disconnect grace before the server plays (30)"
+    )
+    serve_parser.add_argument("--claim-seconds", type=float, help="claim window length (10)")
+    serve_parser.set_defaults(handler=_command_serve)
+
+    accounts = commands.add_parser(
+        "accounts",
+        help="add, remove or list player accounts (Mosquitto password file)",
+        description="Maintain the accounts file shared by Mosquitto (password_file) and the "
+        "embedded broker (--accounts). Mosquitto reloads it on SIGHUP.",
+    )
+    accounts.add_argument("--file", default=_DEFAULT_ACCOUNTS, help=f"({_DEFAULT_ACCOUNTS})")
+    actions = accounts.add_subparsers(dest="action", required=True)
+    add = actions.add_parser("add", help="add an account or change its password")
+    add.add_argument("name")
+    add.add_argument("--password", help="(default: a random one, printed)")
+    remove = actions.add_parser("remove", help="remove an account")
+    remove.add_argument("name")
+    actions.add_parser("list", help="list the accounts")
+    accounts.set_defaults(handler=_command_accounts)
+
+
+def _command_serve(args: argparse.Namespace) -> int:
+    config = ServeConfig.from_env(
+        broker=args.broker,
+        store=args.store,
+        port=args.port,
+        server_user=args.server_user,
+        server_password=args.server_password,
+        accounts=args.accounts,
+        grace_seconds=args.grace_seconds,
+        claim_seconds=args.claim_seconds,
+    )
+    try:
+        asyncio.run(serve(config))
+    except BrokerPortBusy as error:
+        print(f"ramino: {error}", file=sys.stderr)
+        return 2
+    except TransportError as error:
+        print(f"ramino: {error} (see --broker and --server-password)", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _command_accounts(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        accounts = Accounts.load(path)
+        if args.action == "list":
+            for name in accounts.names():
+                print(name)
+            return 0
+        if args.action == "remove":
+            if not accounts.remove(args.name):
+                print(f"ramino: no account {args.name!r} in {path}", file=sys.stderr)
+                return 1
+            accounts.save(path)
+            print(f"removed {args.name}")
+            return 0
+        password = args.password or random_password()
+        accounts.add(args.name, password)
+        accounts.save(path)
+    except AccountsError as error:
+        print(f"ramino: {error}", file=sys.stderr)
+        return 2
+    print(f"{args.name} {password}" if not args.password else f"added {args.name}")
+    return 0

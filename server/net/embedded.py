@@ -1,0 +1,353 @@
+"""The embedded broker: an in-process amqtt broker on 127.0.0.1 with Ramino's ACL.
+
+Theory of operation. amqtt (0.12, MQTT 3.1.1 only) asks its plugins four questions, and we
+answer each from :mod:`protocol.topics`:
+
+- *authenticate* (on CONNECT): with an :class:`~server.net.accounts.Accounts` file, a client needs
+  its password; without one (guest mode) any valid name (``topics.valid_name``) gets in with any
+  password. The server account always needs ``server_password``. A will message must be on a
+  topic the client may publish on, otherwise the connection is refused (amqtt publishes wills
+  without asking the topic plugins).
+- *topic_filtering* with ``Action.PUBLISH`` (each PUBLISH): ``topics.may_publish``; a refused
+  message is dropped (the client is not told, as with Mosquitto).
+- ``Action.SUBSCRIBE`` (each filter of a SUBSCRIBE): :func:`may_subscribe`, which grants a
+  filter only if every topic it can match is readable (so a client's ``ramino/v1/#`` is refused
+  with SUBACK 0x80, where Mosquitto grants it and delivers only what the client may read).
+- ``Action.RECEIVE`` (each delivery of a message to a subscriber): ``topics.may_read``, so the
+  ACL also holds at delivery time.
+
+Where amqtt bypasses its plugins we close the gap in a ``Broker`` subclass:
+
+- retained messages are sent to a new subscriber without a RECEIVE check, and on every CONNECT
+  amqtt replays the retained messages of *every* subscription in the broker, whoever holds it;
+  so only messages on public topics are ever retained (a retained PUBLISH or will on any other
+  topic is delivered but not kept), and the replay on CONNECT is limited to the subscriptions
+  the connecting session holds;
+- a persistent session (clean session off) is not bound to a username: reconnecting with
+  someone else's client id and another name is refused, so no queued private message changes
+  hands.
+
+Not covered, for development and small rooms only: amqtt has no maximum packet size (Mosquitto's
+``max_packet_size``), and a CONNECT reusing a connected client's id takes that connection over
+even when its credentials are then refused. Accepted sockets get TCP_NODELAY explicitly (asyncio
+also sets it on TCP transports by default).
+"""
+
+from __future__ import annotations
+
+import errno
+import hmac
+import logging
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from amqtt.broker import Broker
+from amqtt.contexts import Action
+from amqtt.errors import BrokerError
+from amqtt.plugins.base import BaseAuthPlugin, BaseTopicPlugin
+from amqtt.session import Session
+
+from protocol import topics
+from server.net.accounts import Accounts
+
+__all__ = [
+    "HOST",
+    "SERVER_USER",
+    "BrokerPortBusy",
+    "EmbeddedBroker",
+    "may_subscribe",
+]
+
+HOST = "127.0.0.1"
+SERVER_USER = "ramino-server"
+"""The server's MQTT username (the ``user`` section of ``deploy/mosquitto/acl``)."""
+
+_QUIET_LOGGERS = ("amqtt", "transitions")
+_NOT_A_CLIENT = "#"
+"""A user that no client can be (``#`` is not a valid name): it may read only public topics."""
+
+
+class BrokerPortBusy(RuntimeError):
+    """The port asked for the embedded broker is taken (often by a broker already running)."""
+
+
+def may_subscribe(user: str, topic_filter: str, server_user: str) -> bool:
+    """Whether ``user`` may subscribe to ``topic_filter``: every topic it can match is readable.
+
+    The server reads everything under ``ramino/v1/``. A client's filter may not hold ``#`` (it
+    matches topics of any depth, and no readable topic family is unbounded); a ``+`` level
+    matches any level, so a filter is readable exactly when the topic spelled with a literal
+    ``+`` in those levels is readable: ``+`` is no literal level of a readable topic and no
+    client's name, and the public patterns of ``topics.may_read`` accept any level where a
+    table id goes. (A ``+`` also matches an empty level, which ``may_read`` refuses; deliveries
+    are checked again one by one, so no message on such a topic reaches a client.)
+
+    >>> may_subscribe("alice", "ramino/v1/table/+/events", "ramino-server")
+    True
+    >>> may_subscribe("alice", "ramino/v1/inbox/+", "ramino-server")
+    False
+    """
+    if user == server_user:
+        return topics.may_read(user, topic_filter, server_user)
+    return "#" not in topic_filter and topics.may_read(user, topic_filter, server_user)
+
+
+@dataclass(frozen=True, slots=True)
+class _Policy:
+    """Who gets in and what they may do; shared by the plugins and the broker subclass."""
+
+    accounts: Accounts | None
+    server_user: str
+    server_password: str
+    owners: dict[str, str] = field(default_factory=dict)
+    """client id of a persistent session -> the username it belongs to."""
+
+    def authenticate(self, session: Session) -> bool:
+        client_id: str = session.client_id or ""
+        owner = None if session.clean_session else self.owners.get(client_id)
+        accepted = self._accepts(session) and owner in (None, session.username)
+        if not accepted and owner is not None:
+            # amqtt has already written the newcomer's name into the owner's stored session.
+            session.username = owner
+        elif accepted and session.clean_session:
+            self.owners.pop(client_id, None)
+        elif accepted:
+            self.owners[client_id] = session.username
+        return accepted
+
+    def _accepts(self, session: Session) -> bool:
+        username: str | None = session.username
+        password: str = session.password or ""
+        if username is None or not topics.valid_name(username):
+            return False
+        if username == self.server_user:
+            accepted = hmac.compare_digest(password.encode(), self.server_password.encode())
+        elif self.accounts is not None:
+            accepted = self.accounts.check(username, password)
+        else:
+            accepted = True
+        return accepted and (
+            not session.will_flag
+            or topics.may_publish(username, session.will_topic or "", self.server_user)
+        )
+
+    def allows(self, session: Session | None, topic: str | None, action: Action) -> bool:
+        username = session.username if session is not None else None
+        if username is None or topic is None:
+            return False
+        if action == Action.PUBLISH:
+            return topics.may_publish(username, topic, self.server_user)
+        if action == Action.SUBSCRIBE:
+            return may_subscribe(username, topic, self.server_user)
+        if action == Action.RECEIVE:
+            return topics.may_read(username, topic, self.server_user)
+        return False
+
+    def may_retain(self, topic: str) -> bool:
+        return topics.may_read(_NOT_A_CLIENT, topic, self.server_user)
+
+
+class RaminoAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
+    """amqtt authentication plugin: accounts file or guest mode, the server's password."""
+
+    @dataclass
+    class Config:
+        """Filled in by :class:`EmbeddedBroker`."""
+
+        policy: _Policy
+
+    async def authenticate(self, *, session: Session) -> bool:
+        """Whether the CONNECT of ``session`` is accepted (see the module docstring)."""
+        policy: _Policy = self.context.config.policy
+        return policy.authenticate(session)
+
+
+class RaminoTopicPlugin(BaseTopicPlugin):  # type: ignore[misc]
+    """amqtt topic plugin: ``protocol.topics``' ACL on publish, subscribe and delivery."""
+
+    @dataclass
+    class Config:
+        """Filled in by :class:`EmbeddedBroker`."""
+
+        policy: _Policy
+
+    async def topic_filtering(
+        self,
+        *,
+        session: Session | None = None,
+        topic: str | None = None,
+        action: Action | None = None,
+    ) -> bool:
+        """Whether ``session``'s user may do ``action`` on ``topic``."""
+        policy: _Policy = self.context.config.policy
+        return action is not None and policy.allows(session, topic, action)
+
+
+class _Snapshots(dict[str, Any]):
+    """A dict whose iteration runs over a copy of its items.
+
+    amqtt iterates its subscription table across ``await``s while broadcasting, so a client
+    subscribing meanwhile raised "dictionary changed size during iteration" and the message
+    was lost for everyone.
+    """
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(super().keys()))
+
+    def items(self) -> list[tuple[str, Any]]:  # type: ignore[override]
+        return list(super().items())
+
+
+class _RaminoBroker(Broker):  # type: ignore[misc]
+    """amqtt's broker with its ACL bypasses closed (see the module docstring)."""
+
+    def __init__(self, config: dict[str, Any], policy: _Policy) -> None:
+        super().__init__(config)
+        self._ramino_policy = policy
+        self.__dict__["_subscriptions"] = _Snapshots(self.__dict__["_subscriptions"])
+
+    async def stream_connected(self, reader: Any, writer: Any, listener_name: str) -> None:
+        connection = writer.get_extra_info("socket")
+        if connection is not None and connection.family in (socket.AF_INET, socket.AF_INET6):
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        await super().stream_connected(reader, writer, listener_name)
+
+    async def retain_message(
+        self,
+        source_session: Session | None,
+        topic_name: str | None,
+        data: bytes | bytearray | None,
+        qos: int | None = None,
+    ) -> None:
+        if topic_name is None or not self._ramino_policy.may_retain(topic_name):
+            return
+        await super().retain_message(source_session, topic_name, data, qos)
+
+    async def _publish_retained_messages_for_subscription(
+        self, subscription: tuple[str, int], session: Session
+    ) -> None:
+        holders = self._subscriptions.get(subscription[0], ())
+        if any(holder.client_id == session.client_id for holder, _ in holders):
+            await super()._publish_retained_messages_for_subscription(subscription, session)
+
+
+class EmbeddedBroker:
+    """An amqtt broker inside this process, listening on 127.0.0.1, with Ramino's ACL.
+
+    ::
+
+        async with EmbeddedBroker(port=0, server_password=password) as broker:
+            ...  # connect to broker.url
+
+    ``port=0`` picks a free port (read it from :attr:`port`). ``accounts=None`` is guest mode:
+    any valid name, any password, except the server account (``server_user``), which always
+    needs ``server_password``.
+    """
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        accounts: Accounts | None = None,
+        server_password: str,
+        server_user: str = SERVER_USER,
+    ) -> None:
+        """Configure the broker; :meth:`start` (or ``async with``) starts it.
+
+        Raises:
+            ValueError: ``server_password`` is empty or ``server_user`` is not a valid name.
+        """
+        if not server_password:
+            raise ValueError("the embedded broker needs a non-empty server_password")
+        if not topics.valid_name(server_user):
+            raise ValueError(f"invalid server user {server_user!r}")
+        self._requested_port = port
+        self._policy = _Policy(accounts, server_user, server_password)
+        self._broker: _RaminoBroker | None = None
+        self._port: int | None = None
+
+    @property
+    def port(self) -> int:
+        """The port the broker listens on.
+
+        Raises:
+            RuntimeError: the broker is not running.
+        """
+        if self._port is None:
+            raise RuntimeError("the embedded broker is not running")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``mqtt://127.0.0.1:PORT``."""
+        return f"mqtt://{HOST}:{self.port}"
+
+    async def start(self) -> None:
+        """Start listening.
+
+        Raises:
+            BrokerPortBusy: the requested port is taken.
+            amqtt.errors.BrokerError: amqtt failed to start for another reason.
+        """
+        for name in _QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
+        policy = {"policy": self._policy}
+        config = {
+            "listeners": {
+                "default": {"type": "tcp", "bind": f"{HOST}:{self._requested_port}"},
+            },
+            "plugins": {
+                f"{__name__}.RaminoAuthPlugin": policy,
+                f"{__name__}.RaminoTopicPlugin": policy,
+            },
+        }
+        broker = _RaminoBroker(config, self._policy)
+        broker_logger = logging.getLogger("amqtt.broker")
+        level = broker_logger.level
+        # A busy port is reported by BrokerPortBusy; amqtt would also log it with a traceback.
+        broker_logger.setLevel(logging.CRITICAL)
+        try:
+            await broker.start()
+        except BrokerError as exc:
+            if _is_address_in_use(exc):
+                raise BrokerPortBusy(
+                    f"cannot start the embedded broker: {HOST}:{self._requested_port} is already"
+                    " in use (by another broker?). Use that broker with"
+                    f" --broker mqtt://{HOST}:{self._requested_port}, or choose another port."
+                ) from exc
+            raise
+        finally:
+            broker_logger.setLevel(level)
+        self._broker = broker
+        # amqtt keeps its listening servers private; port 0 is only known from the socket.
+        self._port = broker._servers["default"].instance.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        """Disconnect every client and stop listening (nothing is kept)."""
+        broker, self._broker, self._port = self._broker, None, None
+        if broker is not None:
+            await broker.shutdown()
+
+    async def __aenter__(self) -> EmbeddedBroker:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+
+def _is_address_in_use(exc: BaseException) -> bool:
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.errno == errno.EADDRINUSE:
+            return True
+        cause = cause.__cause__
+    return False

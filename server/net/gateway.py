@@ -1,0 +1,599 @@
+"""The MQTT shell of the server: commands in from the broker, replies and updates out.
+
+Theory of operation. The gateway reads every client's command topics (``protocol.topics``);
+the sender is the last level of the topic, which the broker's ACL lets only that user publish
+on, so no identity in a payload is ever trusted. For each message it
+
+1. applies the sender's rate limit and the payload limit (coded errors, throttled);
+2. decodes the ``Request`` (``protocol/malformed``, ``protocol/invalid`` on failure);
+3. runs it: lobby commands here, table and game commands through the ``TableService``;
+4. answers on the sender's inbox with exactly one ``Reply``.
+
+As the table's ``Outbox`` it receives each durable record and, once a command's records are
+all in (``flush``), publishes: an ``Update`` to each seated player (the events as his seat may
+see them, his whole view and his legal actions), the spectator's ``TableEvents`` on the public
+stream, the retained ``TableSnapshot`` and, when it changed, the retained lobby listing.
+Nothing private is retained. Presence messages (a will on disconnect) mark players absent at
+their tables, which starts their grace period (``TableActor.set_absent``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from protocol import topics
+from protocol.codec import MalformedMessage, decode_presence, decode_request, encode
+from protocol.errors import CodedError
+from protocol.game import COMMAND_TYPES as GAME_COMMANDS
+from protocol.game import Command as GameCommand
+from protocol.messages import (
+    PROTOCOL_VERSION,
+    ChatLine,
+    ChatSay,
+    Created,
+    CreateTable,
+    Hello,
+    Join,
+    Leave,
+    ListTables,
+    ListVariants,
+    Logged,
+    OptionInfo,
+    Rematch,
+    Reply,
+    Request,
+    Result,
+    Resync,
+    ServerStatus,
+    Sit,
+    Stand,
+    Start,
+    Synced,
+    TableEvents,
+    TableListing,
+    Tables,
+    TableSnapshot,
+    Update,
+    VariantInfo,
+    Variants,
+    Welcome,
+)
+from protocol.transport import Transport
+from server.engine import OPTIONS, VARIANTS, is_over, legal_actions, view
+from server.tables import table as tables
+from server.tables.actor import Reply as TableReply
+from server.tables.actor import TableActor
+from server.tables.records import Record
+from server.tables.replay import SPECTATOR, Viewer, project
+from server.tables.service import TableService
+from server.tables.table import TableState
+from server.tables.timers import Clock, SystemClock
+
+__all__ = ["Gateway", "Limits", "RateLimiter"]
+
+_log = logging.getLogger(__name__)
+SERVER_NAME = "ramino/0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-client limits."""
+
+    rate: float = 50.0
+    """Commands per second a client may send, on average."""
+    burst: int = 100
+    """Commands a client may send at once."""
+    chat_rate: float = 1.0
+    chat_burst: int = 5
+    max_payload: int = 16 * 1024
+
+
+@dataclass
+class RateLimiter:
+    """Token buckets, one per key, refilled at ``rate`` per second up to ``burst``."""
+
+    rate: float
+    burst: int
+    now: Callable[[], float] = time.monotonic
+    _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def allow(self, key: str) -> bool:
+        """Take one token from ``key``'s bucket; ``False`` when it is empty."""
+        now = self.now()
+        tokens, then = self._buckets.get(key, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - then) * self.rate)
+        if tokens < 1.0:
+            self._buckets[key] = (tokens, now)
+            return False
+        self._buckets[key] = (tokens - 1.0, now)
+        if len(self._buckets) > 100_000:  # forget idle clients now and then
+            self._buckets = {
+                name: (level, at) for name, (level, at) in self._buckets.items() if now - at < 60
+            }
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """The events of one append, projected for each seated player and for spectators."""
+
+    first: int
+    last: int
+    private: dict[str, tuple[Logged, ...]]
+    public: tuple[Logged, ...]
+
+
+class Gateway:
+    """See the module docstring. Set ``service`` before ``start``."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        clock: Clock | None = None,
+        limits: Limits | None = None,
+        shards: int = 1,
+    ) -> None:
+        self.transport = transport
+        self.clock = clock or SystemClock()
+        self.limits = limits or Limits()
+        self.shards = shards
+        self.service: TableService | None = None
+        self._limiter = RateLimiter(self.limits.rate, self.limits.burst)
+        self._chat = RateLimiter(self.limits.chat_rate, self.limits.chat_burst)
+        self._warned = RateLimiter(self.limits.rate, self.limits.burst)
+        self._pending: dict[str, list[tuple[TableState, int, Record]]] = {}
+        self._batches: dict[str, deque[_Batch]] = {}
+        self._listings: dict[str, TableListing] = {}
+        self._absent: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reader: asyncio.Task[None] | None = None
+        self._started_at = self.clock.now()
+        self.handled = 0
+        """Requests answered so far."""
+        self.refused = 0
+        """Messages dropped or refused for a limit or a bad payload."""
+
+    # Life -----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Subscribe, list the tables, resume the unfinished ones and announce the server."""
+        service = self._service()
+        for summary in await service.store.tables():
+            self._listings[summary.table_id] = TableListing(
+                table=summary.table_id,
+                variant=summary.variant,
+                options={},
+                seats=summary.seats,
+                status=summary.status,
+                host="",
+                move_seconds=0.0,
+                game=0,
+            )
+        await service.start()
+        for actor in service.actors.values():
+            self._listings[actor.table.table_id] = _listing(actor.table)
+        self.transport.subscribe(*topics.SERVER_SUBSCRIPTIONS)
+        self.transport.publish(topics.server_status(), encode(self.status(True)), retain=True)
+        self._reader = asyncio.create_task(self._read(), name="gateway-reader")
+
+    async def stop(self) -> None:
+        """Stop reading, let running commands finish, and say the server is offline."""
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=5)
+        self.transport.publish(topics.server_status(), encode(self.status(False)), retain=True)
+
+    def status(self, online: bool) -> ServerStatus:
+        """The server status message."""
+        return ServerStatus(
+            online=online,
+            server=SERVER_NAME,
+            versions=(PROTOCOL_VERSION,),
+            shards=self.shards,
+            tables=len(self._service().actors) if self.service is not None else 0,
+            started_at=self._started_at,
+        )
+
+    def _service(self) -> TableService:
+        if self.service is None:
+            raise RuntimeError("the gateway has no table service")
+        return self.service
+
+    async def _read(self) -> None:
+        async for message in self.transport.messages():
+            if message.retain:
+                # A command retained on the client's own topic (Mosquitto lets it) is an old
+                # message replayed: clear it, never run it.
+                if message.payload:
+                    self.transport.publish(message.topic, b"", qos=1, retain=True)
+                continue
+            try:
+                self.handle(message.topic, message.payload)
+            except Exception:  # a bug on one message must not stop the server
+                _log.exception("failed to handle a message", extra={"topic": message.topic})
+
+    # Inbound --------------------------------------------------------------------------------
+
+    def handle(self, topic: str, payload: bytes) -> None:
+        """Take one message from the broker (see the module docstring)."""
+        parsed = topics.parse_command_topic(topic)
+        if parsed is None:
+            return
+        kind, client, table = parsed
+        if kind == "presence":
+            self._presence(client, payload)
+            return
+        if not self._limiter.allow(client):
+            # Told (with the request's id, so the client can back off and retry) up to a
+            # point; a flood beyond that is dropped unread.
+            self.refused += 1
+            if self._warned.allow(client):
+                message = f"over {self.limits.rate:g} commands a second: slow down"
+                self._reply(client, _error(_guess_id(payload), "limit/rate", message))
+            return
+        try:
+            if len(payload) > self.limits.max_payload:
+                raise MalformedMessage(
+                    f"payload of {len(payload)} bytes is over the limit of "
+                    f"{self.limits.max_payload}",
+                    "limit/payload",
+                )
+            request = decode_request(payload)
+        except MalformedMessage as error:
+            self.refused += 1
+            self._reply(client, _error(_guess_id(payload), error.code, error.message))
+            return
+        if client in self._absent:
+            self._set_absent(client, False)
+        task = asyncio.create_task(self._run(client, table, request))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, client: str, table: str, request: Request) -> None:
+        try:
+            reply = await self._dispatch(client, table, request)
+        except CodedError as error:
+            reply = _error(request.id, error.code, error.message, table)
+        except Exception as error:  # our bug: answer it, keep serving
+            _log.exception("request failed", extra={"client": client, "id": request.id})
+            reply = _error(request.id, "server/internal", f"internal error: {type(error).__name__}")
+        self.handled += 1
+        self._reply(client, reply)
+
+    def _reply(self, client: str, reply: Reply) -> None:
+        self.transport.publish(topics.inbox(client), encode(reply), qos=1)
+
+    async def _dispatch(self, client: str, table: str, request: Request) -> Reply:
+        command = request.cmd
+        lobby = isinstance(command, Hello | ListVariants | CreateTable | ListTables)
+        if lobby != (table == ""):
+            where = (
+                "the lobby topic"
+                if lobby
+                else f"a table topic ({topics.table_command('ID', client)})"
+            )
+            raise CodedError(f"{type(command).__name__} goes on {where}", "protocol/wrong_topic")
+        match command:
+            case Hello(versions=versions):
+                return self._hello(request.id, versions)
+            case ListVariants():
+                return _ok(request.id, result=_variants())
+            case ListTables(status=status, variant=variant):
+                listed = tuple(
+                    listing
+                    for listing in sorted(self._listings.values(), key=lambda item: item.table)
+                    if (not status or listing.status == status)
+                    and (not variant or listing.variant == variant)
+                    and not self._private(listing.table)
+                )
+                return _ok(request.id, result=Tables(listed[:200]))
+            case CreateTable():
+                return await self._create(client, request.id, command)
+        return await self._table_command(client, table, request)
+
+    def _hello(self, command_id: str, versions: Iterable[int]) -> Reply:
+        if PROTOCOL_VERSION not in versions:
+            raise CodedError(
+                f"this server speaks protocol versions [{PROTOCOL_VERSION}]", "protocol/version"
+            )
+        welcome = Welcome(
+            version=PROTOCOL_VERSION,
+            server=SERVER_NAME,
+            shards=self.shards,
+            max_payload=self.limits.max_payload,
+            rate_per_second=self.limits.rate,
+            burst=self.limits.burst,
+        )
+        return _ok(command_id, result=welcome)
+
+    async def _create(self, client: str, command_id: str, command: CreateTable) -> Reply:
+        service = self._service()
+        # The table id follows from the request id, so a retried create finds its table.
+        table_id = hashlib.sha256(f"{client}\0{command_id}".encode()).hexdigest()[:12]
+        create = tables.CreateTable(
+            variant=command.variant,
+            options=dict(command.options),
+            seats=command.seats,
+            private=command.private,
+            move_seconds=command.move_seconds,
+            max_timeouts=command.max_timeouts,
+        )
+        _, reply = await service.create(client, create, command_id, table_id=table_id)
+        if not reply.ok and reply.code != "table/exists":
+            return _error(command_id, reply.code, reply.message)
+        seat = -1
+        if command.sit:
+            sat = await service.submit(table_id, client, tables.Sit(0), f"{command_id}:sit")
+            if not sat.ok and sat.code != "table/already_seated":
+                return _error(command_id, sat.code, sat.message, table_id)
+        actor = service.actors[table_id]
+        if client in actor.table.seats:
+            seat = actor.table.seats.index(client)
+        created = actor.table.created
+        invite = created.invite_code if created is not None and created.host == client else ""
+        return _ok(command_id, table_id, actor.table.seq, result=Created(table_id, invite, seat))
+
+    async def _table_command(self, client: str, table_id: str, request: Request) -> Reply:
+        service = self._service()
+        actor = await service.actor(table_id)
+        if actor is None or actor.table.created is None:
+            raise CodedError(f"there is no table {table_id!r}", "table/unknown")
+        command = request.cmd
+        match command:
+            case Join(invite_code=code):
+                self._check_invite(actor.table, client, code)
+                return _ok(
+                    request.id, table_id, actor.table.seq, result=self._synced(actor, client)
+                )
+            case Resync():
+                return _ok(
+                    request.id, table_id, actor.table.seq, result=self._synced(actor, client)
+                )
+            case ChatSay(text=text):
+                if not self._chat.allow(client):
+                    raise CodedError("you are chatting too fast", "limit/chat_rate")
+                line = ChatLine(table_id, client, text, self.clock.now())
+                self.transport.publish(topics.chat(table_id), encode(line), qos=0)
+                return _ok(request.id, table_id, actor.table.seq)
+            case Leave():
+                state = actor.table
+                if client not in state.seats or (
+                    state.game is not None and not is_over(state.game)
+                ):
+                    return _ok(request.id, table_id, state.seq)
+                table_command: tables.TableCommand | GameCommand = tables.Stand()
+            case Sit(seat=seat, invite_code=code):
+                self._check_invite(actor.table, client, code)
+                table_command = tables.Sit(seat)
+            case Stand():
+                table_command = tables.Stand()
+            case Start():
+                table_command = tables.StartGame()
+            case Rematch():
+                table_command = tables.Rematch()
+            case _:
+                if not isinstance(command, GAME_COMMANDS):
+                    raise CodedError(
+                        f"{type(command).__name__} is not a table command", "protocol/wrong_topic"
+                    )
+                table_command = command
+        reply = await service.submit(table_id, client, table_command, request.id, request.seq)
+        return self._table_reply(client, table_id, request.id, reply)
+
+    def _sync_reply(self, command_id: str, actor: TableActor, client: str) -> Reply:
+        synced = self._synced(actor, client)
+        return _ok(command_id, actor.table.table_id, actor.table.seq, result=synced)
+
+    def _table_reply(self, client: str, table_id: str, command_id: str, reply: TableReply) -> Reply:
+        if not reply.ok:
+            return _error(command_id, reply.code, reply.message, table_id, reply.seq)
+        events: list[Logged] = []
+        if reply.first_seq:
+            for batch in self._batches.get(table_id, ()):
+                if batch.last < reply.first_seq or batch.first > reply.seq:
+                    continue
+                shown = batch.private.get(client, batch.public)
+                events.extend(item for item in shown if reply.first_seq <= item.seq <= reply.seq)
+        return _ok(command_id, table_id, reply.seq, events=tuple(events))
+
+    def _check_invite(self, state: TableState, client: str, code: str) -> None:
+        created = state.created
+        if created is None or not created.private:
+            return
+        if client == created.host or client in state.seats:
+            return
+        if code != created.invite_code:
+            raise CodedError("this table is private: its invite code is needed", "lobby/bad_invite")
+
+    def _private(self, table_id: str) -> bool:
+        actor = self.service.actors.get(table_id) if self.service is not None else None
+        created = actor.table.created if actor is not None else None
+        return created is not None and created.private
+
+    def _synced(self, actor: TableActor, client: str) -> Synced:
+        state = actor.table
+        seat = state.seats.index(client) if client in state.seats else -1
+        game = state.game
+        return Synced(
+            table=_listing(state),
+            seq=state.seq,
+            seat=seat,
+            view=view(game, seat if seat >= 0 else None) if game is not None else None,
+            legal=_legal(state, seat),
+            deadline=actor.due() or 0.0,
+        )
+
+    def _presence(self, client: str, payload: bytes) -> None:
+        try:
+            presence = decode_presence(payload)
+        except MalformedMessage:
+            return
+        self._set_absent(client, not presence.online)
+
+    def _set_absent(self, client: str, absent: bool) -> None:
+        if absent:
+            self._absent.add(client)
+        else:
+            self._absent.discard(client)
+        for actor in self._service().actors.values():
+            if client in actor.table.seats:
+                actor.set_absent(client, absent)
+
+    # Outbound (the tables' outbox) ----------------------------------------------------------
+
+    async def publish(
+        self, before: TableState, seq: int, record: Record, after: TableState
+    ) -> None:
+        """Keep the record until its append is complete (``flush``)."""
+        self._pending.setdefault(after.table_id, []).append((before, seq, record))
+
+    async def flush(self, table: TableState) -> None:
+        """Publish the updates of one append (see the module docstring)."""
+        pending = self._pending.pop(table.table_id, [])
+        if not pending:
+            return
+        players = [player for player in table.seats if player]
+        private: dict[str, list[Logged]] = {player: [] for player in players}
+        public: list[Logged] = []
+        for before, seq, record in pending:
+            public.append(Logged(seq, project(record.event, SPECTATOR, before)))
+            for seat, player in enumerate(table.seats):
+                if player:
+                    viewer: Viewer = seat
+                    private[player].append(Logged(seq, project(record.event, viewer, before)))
+        batch = _Batch(
+            pending[0][1],
+            pending[-1][1],
+            {player: tuple(events) for player, events in private.items()},
+            tuple(public),
+        )
+        self._batches.setdefault(table.table_id, deque(maxlen=32)).append(batch)
+        actor = self.service.actors.get(table.table_id) if self.service is not None else None
+        deadline = (actor.due() if actor is not None else None) or 0.0
+        game = table.game
+        for seat, player in enumerate(table.seats):
+            if not player:
+                continue
+            update = Update(
+                table=table.table_id,
+                seq=table.seq,
+                seat=seat,
+                events=batch.private[player],
+                view=view(game, seat) if game is not None else None,
+                legal=_legal(table, seat),
+                deadline=deadline,
+                status=table.status,
+            )
+            self.transport.publish(topics.inbox(player), encode(update), qos=1)
+        self.transport.publish(
+            topics.table_events(table.table_id),
+            encode(TableEvents(table.table_id, batch.public)),
+            qos=0,
+        )
+        listing = _listing(table)
+        snapshot = TableSnapshot(
+            listing, table.seq, view(game) if game is not None else None, deadline
+        )
+        self.transport.publish(
+            topics.table_state(table.table_id), encode(snapshot), qos=0, retain=True
+        )
+        if self._listings.get(table.table_id) != listing:
+            self._listings[table.table_id] = listing
+            private_table = table.created is not None and table.created.private
+            self.transport.publish(
+                topics.lobby_listing(table.table_id),
+                b"" if private_table else encode(listing),
+                qos=1,
+                retain=True,
+            )
+
+
+def _legal(state: TableState, seat: int) -> tuple[GameCommand, ...]:
+    game = state.game
+    if seat < 0 or game is None or is_over(game) or game.forfeited[seat]:
+        return ()
+    return tuple(legal_actions(game, seat))
+
+
+def _listing(state: TableState) -> TableListing:
+    created = state.created
+    return TableListing(
+        table=state.table_id,
+        variant=created.variant if created is not None else "",
+        options=dict(created.options) if created is not None else {},
+        seats=state.seats,
+        status=state.status,
+        host=created.host if created is not None else "",
+        move_seconds=created.move_seconds if created is not None else 0.0,
+        game=state.game_number,
+    )
+
+
+def _variants() -> Variants:
+    infos = []
+    for preset in VARIANTS.values():
+        options = tuple(
+            OptionInfo(
+                name=spec.name,
+                kind=spec.kind,
+                help=spec.help,
+                choices=spec.choices,
+                minimum=spec.minimum,
+                maximum=spec.maximum,
+            )
+            for spec in (OPTIONS[name] for name in preset.options)
+        )
+        infos.append(
+            VariantInfo(
+                name=preset.name,
+                title=preset.title,
+                description=preset.description,
+                min_players=preset.min_players,
+                max_players=preset.max_players,
+                defaults=dict(preset.defaults),
+                options=options,
+            )
+        )
+    return Variants(tuple(infos))
+
+
+def _ok(
+    command_id: str,
+    table: str = "",
+    seq: int = 0,
+    events: tuple[Logged, ...] = (),
+    result: Result | None = None,
+) -> Reply:
+    return Reply(id=command_id, ok=True, table=table, seq=seq, events=events, result=result)
+
+
+def _error(command_id: str, code: str, message: str, table: str = "", seq: int = 0) -> Reply:
+    return Reply(id=command_id, ok=False, code=code, message=message, table=table, seq=seq)
+
+
+_ID_ONLY = msgspec.msgpack.Decoder(dict[str, Any])
+
+
+def _guess_id(payload: bytes) -> str:
+    """The ``id`` of a request that failed to decode, when it can be read (else ``""``)."""
+    if len(payload) > 16 * 1024:
+        return ""
+    try:
+        raw = _ID_ONLY.decode(payload)
+    except msgspec.DecodeError:
+        return ""
+    value = raw.get("id")
+    return value if isinstance(value, str) and len(value) <= 64 else ""

@@ -1,0 +1,184 @@
+"""``ramino serve``: the table service on a store, spoken to through an MQTT broker.
+
+Settings come from the command line or ``RAMINO_*`` environment variables (the command line
+wins): the broker (``embedded``, the default, runs an amqtt broker in this process; or
+``mqtt://HOST:PORT``), the store URL, the server account's name and password, the accounts
+file of the embedded broker (none: guests), timers and limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from protocol import topics
+from protocol.codec import encode
+from protocol.messages import PROTOCOL_VERSION, ServerStatus
+from protocol.transport import BrokerAddress, Transport, parse_broker_url
+from server.net.accounts import Accounts
+from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
+from server.net.gateway import SERVER_NAME, Gateway, Limits
+from server.tables.service import TableService
+from server.tables.store import EventStore, open_store
+from server.tables.timers import Clock, SystemClock
+
+__all__ = ["Running", "ServeConfig", "running", "serve"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """Everything ``ramino serve`` needs; see the module docstring."""
+
+    broker: str = "embedded"
+    store: str = "sqlite:///ramino.db"
+    port: int = 1883
+    """Port of the embedded broker (taken: a free one is used and printed)."""
+    server_user: str = SERVER_USER
+    server_password: str = ""
+    accounts: str = ""
+    """Accounts file of the embedded broker (Mosquitto's password_file format); "": guests."""
+    grace_seconds: float = 30.0
+    claim_seconds: float = 10.0
+    limits: Limits = field(default_factory=Limits)
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> ServeConfig:
+        """Settings from ``RAMINO_*`` variables, then ``overrides`` (``None`` values skipped)."""
+        env = dict(os.environ) if env is None else env
+        values: dict[str, object] = {}
+        for name, cast in (
+            ("broker", str),
+            ("store", str),
+            ("port", int),
+            ("server_user", str),
+            ("server_password", str),
+            ("accounts", str),
+            ("grace_seconds", float),
+            ("claim_seconds", float),
+        ):
+            text = env.get(f"RAMINO_{name.upper()}")
+            if text:
+                values[name] = cast(text)
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return cls(**values)  # type: ignore[arg-type]
+
+
+@dataclass
+class Running:
+    """A running server: where its broker is, its service and its gateway."""
+
+    address: BrokerAddress
+    service: TableService
+    gateway: Gateway
+    store: EventStore
+    server_password: str
+    resumed: list[str]
+
+
+@contextlib.asynccontextmanager
+async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncIterator[Running]:
+    """Start everything ``config`` asks for, yield it running, and stop it all cleanly.
+
+    Raises:
+        BrokerPortBusy: the embedded broker found no port to listen on.
+        TransportError: the broker is not reachable or refuses the server account.
+        StoreError: the store cannot be opened.
+    """
+    clock = clock or SystemClock()
+    async with contextlib.AsyncExitStack() as stack:
+        password = config.server_password
+        if config.broker == "embedded":
+            password = password or secrets.token_urlsafe(16)
+            accounts = Accounts.load(config.accounts) if config.accounts else None
+            broker = await _embedded(config.port, accounts, password, config.server_user)
+            stack.push_async_callback(broker.stop)
+            address = parse_broker_url(broker.url)
+        else:
+            address = parse_broker_url(config.broker)
+        store = await open_store(config.store)
+        stack.push_async_callback(store.close)
+        offline = encode(_offline_status())
+        transport = Transport(
+            config.server_user,
+            password,
+            client_id=f"{config.server_user}-{secrets.token_hex(4)}",
+            will=(topics.server_status(), offline),
+            will_retain=True,
+        )
+        await transport.connect(address)
+        stack.push_async_callback(transport.close)
+        gateway = Gateway(transport, clock=clock, limits=config.limits)
+        service = TableService(
+            store,
+            gateway,
+            clock=clock,
+            claim_seconds=config.claim_seconds,
+            grace_seconds=config.grace_seconds,
+        )
+        gateway.service = service
+        await gateway.start()
+        stack.push_async_callback(service.stop)
+        stack.push_async_callback(gateway.stop)
+        resumed = list(service.actors)
+        yield Running(address, service, gateway, store, password, resumed)
+
+
+async def _embedded(
+    port: int, accounts: Accounts | None, password: str, server_user: str
+) -> EmbeddedBroker:
+    """The embedded broker on ``port``, or on a free port if that one is taken."""
+    broker = EmbeddedBroker(
+        port=port, accounts=accounts, server_password=password, server_user=server_user
+    )
+    try:
+        await broker.start()
+    except BrokerPortBusy:
+        if port == 0:
+            raise
+        broker = EmbeddedBroker(
+            port=0, accounts=accounts, server_password=password, server_user=server_user
+        )
+        await broker.start()
+        print(
+            f"ramino: port {port} is taken; the embedded broker listens on {broker.port} "
+            f"instead (or connect to a broker of your own with --broker mqtt://HOST:PORT)",
+            file=sys.stderr,
+        )
+    return broker
+
+
+def _offline_status() -> ServerStatus:
+    return ServerStatus(
+        online=False,
+        server=SERVER_NAME,
+        versions=(PROTOCOL_VERSION,),
+        shards=1,
+        tables=0,
+        started_at=0.0,
+    )
+
+
+async def serve(config: ServeConfig, announce: Callable[[str], None] = print) -> None:
+    """Run until SIGINT or SIGTERM, then stop cleanly."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signum, stop.set)
+    async with running(config) as server:
+        where = "embedded broker" if config.broker == "embedded" else "broker"
+        announce(
+            f"ramino: serving on {where} {server.address.url}, store {config.store}, "
+            f"{len(server.resumed)} table(s) resumed; Ctrl-C stops"
+        )
+        await stop.wait()
+        announce("ramino: stopping")

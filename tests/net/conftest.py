@@ -1,0 +1,270 @@
+"""Brokers for the network tests: a real Mosquitto with our deploy/ config, and the embedded one.
+
+Both fixtures give a :class:`BrokerUnderTest`: ``host``, ``port``, ``url``, the server account's
+name and password, a few test users (``users``: name -> password) and ``add_user``. Mosquitto
+runs once per session from ``deploy/mosquitto/mosquitto.conf`` (listener moved to a free
+127.0.0.1 port, absolute paths for the password and ACL files); the embedded broker runs per test
+in guest mode (any password but the server's is accepted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from server.net.accounts import Accounts, random_password
+from server.net.embedded import SERVER_USER, EmbeddedBroker
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy" / "mosquitto"
+HOST = "127.0.0.1"
+TEST_USERS = ("alice", "bob", "carol")
+DEADLINE = 10.0
+"""Seconds a broker gets to start or to reload its accounts."""
+
+
+@dataclass
+class BrokerUnderTest:
+    """A running broker and the accounts that may log in to it."""
+
+    kind: str
+    host: str
+    port: int
+    server_password: str
+    users: dict[str, str]
+    checks_passwords: bool
+    """Whether a wrong password of a player is refused (the embedded broker's guest mode takes
+    any)."""
+    server_user: str = SERVER_USER
+
+    @property
+    def url(self) -> str:
+        """``mqtt://HOST:PORT``."""
+        return f"mqtt://{self.host}:{self.port}"
+
+    def password(self, name: str) -> str:
+        """The password of ``name`` (a test user or the server account)."""
+        return self.server_password if name == self.server_user else self.users[name]
+
+    async def add_user(self, name: str, password: str) -> None:
+        """Let ``name`` log in with ``password`` from now on."""
+        self.users[name] = password
+
+
+@dataclass
+class MosquittoBroker(BrokerUnderTest):
+    """A Mosquitto subprocess with its own password file."""
+
+    process: subprocess.Popen[bytes] | None = None
+    password_file: Path = Path()
+    accounts: Accounts = field(default_factory=Accounts)
+
+    async def add_user(self, name: str, password: str) -> None:
+        """Write ``name`` into the password file, reload Mosquitto (SIGHUP) and wait until
+        ``name`` can log in.
+
+        Raises:
+            TimeoutError: Mosquitto did not take the new account within the deadline.
+        """
+        assert self.process is not None
+        self.accounts.add(name, password)
+        self.accounts.save(self.password_file)
+        self.process.send_signal(signal.SIGHUP)
+        async with asyncio.timeout(DEADLINE):
+            # Mosquitto tells of no finished reload: the new login working is the sign.
+            while True:
+                if await connack_code(self.host, self.port, name, password) == 0:
+                    break
+                await asyncio.sleep(0.02)
+        self.users[name] = password
+
+
+def connect_packet(
+    username: str, password: str, *, will: tuple[str, bytes] | None = None, client_id: str = ""
+) -> bytes:
+    """An MQTT 3.1.1 CONNECT packet (clean session, keep-alive 60 s), optionally with a will."""
+
+    def text(value: str) -> bytes:
+        data = value.encode()
+        return struct.pack("!H", len(data)) + data
+
+    flags = 0x80 | 0x40 | 0x02
+    payload = text(client_id)
+    if will is not None:
+        flags |= 0x04
+        payload += text(will[0]) + struct.pack("!H", len(will[1])) + will[1]
+    payload += text(username) + text(password)
+    body = text("MQTT") + bytes((4, flags)) + struct.pack("!H", 60) + payload
+    length = bytearray()
+    remaining = len(body)
+    while True:
+        digit, remaining = remaining % 128, remaining // 128
+        length.append(digit | (0x80 if remaining else 0))
+        if not remaining:
+            break
+    return bytes((0x10,)) + bytes(length) + body
+
+
+async def connack_code(
+    host: str, port: int, username: str, password: str, *, will: tuple[str, bytes] | None = None
+) -> int:
+    """The CONNACK return code a CONNECT with these credentials gets (0: accepted); -1 if the
+    connection failed or closed before a CONNACK."""
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+    except OSError:
+        return -1
+    try:
+        writer.write(connect_packet(username, password, will=will))
+        await writer.drain()
+        connack = await reader.readexactly(4)
+        if connack[3] == 0:
+            writer.write(b"\xe0\x00")  # DISCONNECT: a will is not published
+            await writer.drain()
+        return connack[3]
+    except (OSError, asyncio.IncompleteReadError):
+        return -1
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+
+
+def _connack_code_blocking(host: str, port: int, username: str, password: str) -> int:
+    try:
+        with socket.create_connection((host, port), timeout=1.0) as connection:
+            connection.sendall(connect_packet(username, password))
+            connack = b""
+            while len(connack) < 4:
+                chunk = connection.recv(4 - len(connack))
+                if not chunk:
+                    return -1
+                connack += chunk
+            connection.sendall(b"\xe0\x00")
+            return connack[3]
+    except OSError:
+        return -1
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def mosquitto_config(port: int, password_file: Path, acl_file: Path) -> str:
+    """deploy/mosquitto/mosquitto.conf with the listener on ``HOST:port``, absolute paths for
+    the password and ACL files, and (as root) no switch to the ``mosquitto`` user, which could
+    not read our 0600 files."""
+    lines = []
+    for line in (DEPLOY / "mosquitto.conf").read_text().splitlines():
+        key = line.split(" ", 1)[0]
+        if key == "listener":
+            line = f"listener {port} {HOST}"
+        elif key == "password_file":
+            line = f"password_file {password_file}"
+        elif key == "acl_file":
+            line = f"acl_file {acl_file}"
+        elif key == "user":
+            continue
+        lines.append(line)
+    lines.append(f"user {getpass.getuser()}")
+    return "\n".join(lines) + "\n"
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=DEADLINE)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _start_mosquitto(folder: Path, server_password: str) -> tuple[subprocess.Popen[bytes], int]:
+    """Start Mosquitto on a free port; retry on another port if it loses the race for one."""
+    binary = shutil.which("mosquitto")
+    assert binary is not None
+    log = folder / "mosquitto.log"
+    for _attempt in range(3):
+        port = _free_port()
+        config = folder / "mosquitto.conf"
+        config.write_text(mosquitto_config(port, folder / "passwords", folder / "acl"))
+        with log.open("ab") as output:
+            process = subprocess.Popen(
+                [binary, "-c", str(config)], stdout=output, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + DEADLINE
+        while process.poll() is None and time.monotonic() < deadline:
+            if _connack_code_blocking(HOST, port, SERVER_USER, server_password) == 0:
+                return process, port
+            time.sleep(0.02)
+        _stop(process)
+    raise RuntimeError(f"mosquitto did not start; its log:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="session")
+def mosquitto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MosquittoBroker]:
+    """Mosquitto with deploy/mosquitto's config and ACL, the server account and TEST_USERS.
+
+    Skipped when the ``mosquitto`` binary is missing, unless ``CI=true`` (then it fails).
+    """
+    if shutil.which("mosquitto") is None:
+        reason = "the mosquitto binary is not installed (apt install mosquitto)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    folder = tmp_path_factory.mktemp("mosquitto")
+    shutil.copyfile(DEPLOY / "acl", folder / "acl")
+    server_password = random_password()
+    users = {name: random_password() for name in TEST_USERS}
+    accounts = Accounts()
+    accounts.add(SERVER_USER, server_password)
+    for name, password in users.items():
+        accounts.add(name, password)
+    accounts.save(folder / "passwords")
+    process, port = _start_mosquitto(folder, server_password)
+    try:
+        yield MosquittoBroker(
+            kind="mosquitto",
+            host=HOST,
+            port=port,
+            server_password=server_password,
+            users=users,
+            checks_passwords=True,
+            process=process,
+            password_file=folder / "passwords",
+            accounts=accounts,
+        )
+    finally:
+        _stop(process)
+
+
+@pytest.fixture
+async def embedded_broker() -> AsyncIterator[BrokerUnderTest]:
+    """The embedded broker in guest mode on a free port, with a server password."""
+    server_password = random_password()
+    async with EmbeddedBroker(port=0, server_password=server_password) as broker:
+        yield BrokerUnderTest(
+            kind="embedded",
+            host=HOST,
+            port=broker.port,
+            server_password=server_password,
+            users={name: random_password() for name in TEST_USERS},
+            checks_passwords=False,
+        )
