@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +57,7 @@ from protocol.messages import (
     Variants,
     Welcome,
 )
-from protocol.transport import BrokerAddress, Transport, parse_broker_url
+from protocol.transport import BrokerAddress, Message, Transport, parse_broker_url
 
 __all__ = ["Client", "GameUpdate", "RequestFailed", "TableSession"]
 
@@ -108,6 +108,7 @@ class Client:
         shards: int = 1,
         request_timeout: float = 5.0,
         attempts: int = 6,
+        tap: Callable[[Message], None] | None = None,
     ) -> None:
         if not topics.valid_name(username):
             raise ValueError(f"a client name is 1-64 of A-Z a-z 0-9 _ . - ; got {username!r}")
@@ -117,7 +118,9 @@ class Client:
         self.request_timeout = request_timeout
         self.attempts = attempts
         offline = encode(Presence(online=False))
-        self.transport = Transport(username, password, will=(topics.presence(username), offline))
+        self.transport = Transport(
+            username, password, will=(topics.presence(username), offline), tap=tap
+        )
         self._pending: dict[str, _Pending] = {}
         self._sessions: dict[str, TableSession] = {}
         self._reader: asyncio.Task[None] | None = None
@@ -239,7 +242,10 @@ class Client:
     # Inbound --------------------------------------------------------------------------------
 
     async def _read(self) -> None:
+        inbox_topic = topics.inbox(self.username)
         async for message in self.transport.messages():
+            if message.topic != inbox_topic:
+                continue  # public topics subscribed to by the caller: read through ``tap``
             try:
                 inbox = decode_inbox(message.payload)
             except MalformedMessage as error:

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -76,6 +76,7 @@ class Transport:
         will_retain: bool = False,
         reconnect_delay: float = 1.0,
         queue_size: int = 0,
+        tap: Callable[[Message], None] | None = None,
     ) -> None:
         self.username = username
         self.client_id = client_id or f"{username}-{secrets.token_hex(4)}"
@@ -88,6 +89,8 @@ class Transport:
         self._client.on_message = self._on_message
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
+        self.tap = tap
+        """Called with every message received, before it is queued (logging, tests)."""
         self._subscriptions: dict[str, int] = {}
         self._queue: asyncio.Queue[Message] = asyncio.Queue(queue_size)
         self.connected = asyncio.Event()
@@ -118,14 +121,23 @@ class Transport:
         with contextlib.suppress(Exception):
             await self._client.disconnect()
 
+    def drop(self) -> None:
+        """Cut the connection without a DISCONNECT, as a network failure would: the broker
+        sends the will, and the transport reconnects by itself."""
+        connection = getattr(self._client, "_connection", None)
+        transport = getattr(connection, "_transport", None)
+        if transport is not None:
+            transport.close()
+
     def kill(self) -> None:
-        """Drop the connection without a DISCONNECT, as a crash would (the will is sent)."""
-        connection = self._client._connection
-        transport = getattr(getattr(connection, "_transport", None), "close", None)
+        """Cut the connection for good, as a crash would (the broker sends the will)."""
         self._client.set_config({"reconnect_retries": 0})
         self._client._is_active = False
-        if transport is not None:
-            transport()
+        self.drop()
+
+    def set_reconnect_delay(self, seconds: float) -> None:
+        """Wait ``seconds`` before each reconnection attempt."""
+        self._client.reconnect_delay = seconds
 
     def subscribe(self, *topics: str, qos: int = 1) -> None:
         """Subscribe now and after every reconnection."""
@@ -159,7 +171,10 @@ class Transport:
     ) -> int:
         try:
             retain = bool(properties.get("retain")) if isinstance(properties, dict) else False
-            self._queue.put_nowait(Message(topic, bytes(payload), retain))
+            message = Message(topic, bytes(payload), retain)
+            if self.tap is not None:
+                self.tap(message)
+            self._queue.put_nowait(message)
         except asyncio.QueueFull:
             self.dropped += 1
         return 0

@@ -19,14 +19,19 @@ import socket
 import struct
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from protocol.client import Client
+from protocol.transport import Message
 from server.net.accounts import Accounts, random_password
 from server.net.embedded import SERVER_USER, EmbeddedBroker
+from server.net.gateway import Limits
+from server.net.serve import Running, ServeConfig, running
+from server.tables.timers import Clock
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy" / "mosquitto"
@@ -268,3 +273,51 @@ async def embedded_broker() -> AsyncIterator[BrokerUnderTest]:
             users={name: random_password() for name in TEST_USERS},
             checks_passwords=False,
         )
+
+
+@pytest.fixture(params=["mosquitto", "embedded"])
+def broker(request: pytest.FixtureRequest) -> BrokerUnderTest:
+    """Each broker in turn (Mosquitto with deploy/'s config, then the embedded one)."""
+    name = "mosquitto" if request.param == "mosquitto" else "embedded_broker"
+    found: BrokerUnderTest = request.getfixturevalue(name)
+    return found
+
+
+async def ensure_users(broker: BrokerUnderTest, names: list[str]) -> None:
+    """Give every name in ``names`` an account (reloading Mosquitto once per new name)."""
+    for name in names:
+        if name not in broker.users:
+            await broker.add_user(name, random_password())
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    broker: BrokerUnderTest,
+    folder: Path,
+    clock: Clock | None = None,
+    limits: Limits | None = None,
+    grace_seconds: float = 30.0,
+) -> AsyncIterator[Running]:
+    """``ramino serve`` in this process on ``broker``, with a SQLite store in ``folder``."""
+    config = ServeConfig(
+        broker=broker.url,
+        store=f"sqlite:///{folder / 'events.db'}",
+        server_user=broker.server_user,
+        server_password=broker.server_password,
+        grace_seconds=grace_seconds,
+        limits=limits or Limits(rate=10_000, burst=10_000),
+    )
+    async with running(config, clock=clock) as server:
+        yield server
+
+
+def client_for(
+    broker: BrokerUnderTest,
+    name: str,
+    request_timeout: float = 5.0,
+    tap: Callable[[Message], None] | None = None,
+) -> Client:
+    """An SDK client of ``name`` on ``broker``."""
+    return Client(
+        name, broker.password(name), broker=broker.url, request_timeout=request_timeout, tap=tap
+    )
