@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import topics
-from protocol.codec import MalformedMessage, decode_inbox, encode
+from protocol.codec import MalformedMessage, decode_inbox, decode_status, encode
 from protocol.errors import CodedError
 from protocol.game import Command as GameCommand
 from protocol.game import View
@@ -122,6 +122,8 @@ class Client:
             username, password, will=(topics.presence(username), offline), tap=tap
         )
         self._pending: dict[str, _Pending] = {}
+        self.server_started: float | None = None
+        """When the server we last heard of started (its retained status says)."""
         self._sessions: dict[str, TableSession] = {}
         self._reader: asyncio.Task[None] | None = None
         self._watcher: asyncio.Task[None] | None = None
@@ -139,7 +141,7 @@ class Client:
         Raises:
             TransportError: the broker is not reachable or refuses us.
         """
-        self.transport.subscribe(topics.inbox(self.username))
+        self.transport.subscribe(topics.inbox(self.username), topics.server_status())
         await self.transport.connect(self.address)
         self._reader = asyncio.create_task(self._read(), name=f"client-{self.username}")
         self._watcher = asyncio.create_task(self._watch(), name=f"client-{self.username}-link")
@@ -164,18 +166,23 @@ class Client:
     # Requests -------------------------------------------------------------------------------
 
     async def request(
-        self, command: AnyCommand, table: str = "", seq: int | None = None, check: bool = True
+        self,
+        command: AnyCommand,
+        table: str = "",
+        seq: int | None = None,
+        check: bool = True,
+        command_id: str = "",
     ) -> Reply:
         """Send ``command`` (to ``table``, or the lobby) and return its reply.
 
         The request is sent again with the same id after each ``request_timeout`` without a
-        reply, ``attempts`` times in all.
+        reply, ``attempts`` times in all. ``command_id`` defaults to a fresh random id.
 
         Raises:
             RequestFailed: the reply is an error (when ``check``), or no reply came
                 (``client/timeout``).
         """
-        request = Request(id=secrets.token_hex(8), cmd=command, seq=seq)
+        request = Request(id=command_id or secrets.token_hex(8), cmd=command, seq=seq)
         topic = (
             topics.table_command(table, self.username)
             if table
@@ -244,6 +251,9 @@ class Client:
     async def _read(self) -> None:
         inbox_topic = topics.inbox(self.username)
         async for message in self.transport.messages():
+            if message.topic == topics.server_status():
+                self._server_status(message.payload)
+                continue
             if message.topic != inbox_topic:
                 continue  # public topics subscribed to by the caller: read through ``tap``
             try:
@@ -257,6 +267,19 @@ class Client:
                     pending.future.set_result(inbox)
             else:
                 self.table(inbox.table).receive(inbox)
+
+    def _server_status(self, payload: bytes) -> None:
+        """A server that (re)started may have lost updates it had not sent: resync."""
+        try:
+            status = decode_status(payload)
+        except MalformedMessage:
+            return
+        if not status.online:
+            return
+        if self.server_started is not None and status.started_at != self.server_started:
+            for session in self._sessions.values():
+                session.need_resync()
+        self.server_started = status.started_at
 
     async def _watch(self) -> None:
         """After each reconnection: say we are online again and resync every table."""
