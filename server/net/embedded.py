@@ -35,6 +35,7 @@ also sets it on TCP transports by default).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hmac
 import logging
@@ -208,12 +209,28 @@ class _RaminoBroker(Broker):  # type: ignore[misc]
         super().__init__(config)
         self._ramino_policy = policy
         self.__dict__["_subscriptions"] = _Snapshots(self.__dict__["_subscriptions"])
+        self._writers: set[Any] = set()
 
     async def stream_connected(self, reader: Any, writer: Any, listener_name: str) -> None:
         connection = writer.get_extra_info("socket")
         if connection is not None and connection.family in (socket.AF_INET, socket.AF_INET6):
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        await super().stream_connected(reader, writer, listener_name)
+        self._writers.add(writer)
+        try:
+            await super().stream_connected(reader, writer, listener_name)
+        finally:
+            # amqtt leaves some connections open when its handler ends or at shutdown.
+            self._writers.discard(writer)
+            writer.close()
+
+    async def close_connections(self) -> None:
+        """Close every client connection still open (amqtt's shutdown leaves them)."""
+        writers, self._writers = self._writers, set()
+        for writer in writers:
+            writer.close()
+        for writer in writers:
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
 
     async def retain_message(
         self,
@@ -330,6 +347,7 @@ class EmbeddedBroker:
         broker, self._broker, self._port = self._broker, None, None
         if broker is not None:
             await broker.shutdown()
+            await broker.close_connections()
 
     async def __aenter__(self) -> EmbeddedBroker:
         await self.start()
