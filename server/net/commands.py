@@ -10,6 +10,7 @@ from pathlib import Path
 from protocol.transport import TransportError
 from server.net.accounts import Accounts, AccountsError, random_password
 from server.net.embedded import BrokerPortBusy
+from server.net.logs import configure_logging
 from server.net.serve import ServeConfig, serve
 
 __all__ = ["add_commands"]
@@ -46,6 +47,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--grace-seconds", type=float, help="disconnect grace before the server plays (30)"
     )
     serve_parser.add_argument("--claim-seconds", type=float, help="claim window length (10)")
+    serve_parser.add_argument(
+        "--log-format",
+        choices=("auto", "json", "text"),
+        default="auto",
+        help="log lines as JSON or text (auto: text on a terminal)",
+    )
+    serve_parser.add_argument(
+        "--log-level", default="info", help="debug shows every request (default info)"
+    )
     serve_parser.set_defaults(handler=_command_serve)
 
     accounts = commands.add_parser(
@@ -76,6 +86,7 @@ def _command_serve(args: argparse.Namespace) -> int:
         grace_seconds=args.grace_seconds,
         claim_seconds=args.claim_seconds,
     )
+    configure_logging(args.log_format, args.log_level)
     try:
         asyncio.run(serve(config))
     except BrokerPortBusy as error:

@@ -70,6 +70,7 @@ from protocol.messages import (
 )
 from protocol.transport import Transport
 from server.engine import OPTIONS, VARIANTS, is_over, legal_actions, view
+from server.net.logs import get_logger
 from server.tables import table as tables
 from server.tables.actor import Reply as TableReply
 from server.tables.actor import TableActor
@@ -82,6 +83,7 @@ from server.tables.timers import Clock, SystemClock
 __all__ = ["Gateway", "Limits", "RateLimiter"]
 
 _log = logging.getLogger(__name__)
+_events = get_logger("ramino.gateway")
 SERVER_NAME = "ramino/0.1"
 
 
@@ -263,6 +265,7 @@ class Gateway:
         task.add_done_callback(self._tasks.discard)
 
     async def _run(self, client: str, table: str, request: Request) -> None:
+        started = time.perf_counter()
         try:
             reply = await self._dispatch(client, table, request)
         except CodedError as error:
@@ -272,6 +275,17 @@ class Gateway:
             reply = _error(request.id, "server/internal", f"internal error: {type(error).__name__}")
         self.handled += 1
         self._reply(client, reply)
+        _events.debug(
+            "request",
+            client=client,
+            table=table or reply.table,
+            id=request.id,
+            command=type(request.cmd).__name__,
+            ok=reply.ok,
+            code=reply.code,
+            seq=reply.seq,
+            ms=round((time.perf_counter() - started) * 1000, 2),
+        )
 
     def _reply(self, client: str, reply: Reply) -> None:
         self.transport.publish(topics.inbox(client), encode(reply), qos=1)
@@ -512,6 +526,15 @@ class Gateway:
         )
         if self._listings.get(table.table_id) != listing:
             self._listings[table.table_id] = listing
+            _events.info(
+                "table",
+                table=table.table_id,
+                variant=listing.variant,
+                status=listing.status,
+                seats=list(listing.seats),
+                game=listing.game,
+                seq=table.seq,
+            )
             private_table = table.created is not None and table.created.private
             self.transport.publish(
                 topics.lobby_listing(table.table_id),
