@@ -238,6 +238,11 @@ class Client:
         assert isinstance(result, Created)
         return result
 
+    @property
+    def sessions(self) -> dict[str, TableSession]:
+        """The table sessions of this client, by table id."""
+        return self._sessions
+
     def table(self, table: str) -> TableSession:
         """The session of ``table`` (subscribes to its updates; one per table)."""
         session = self._sessions.get(table)

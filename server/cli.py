@@ -137,7 +137,7 @@ def _command_simulate(args: argparse.Namespace) -> int:
     return 1 if summary.invariant_violations else 0
 
 
-def _command_demo(args: argparse.Namespace) -> int:
+def _command_watch(args: argparse.Namespace) -> int:
     from bots.policies import GreedyPolicy
 
     players = args.players
@@ -162,6 +162,12 @@ def _command_demo(args: argparse.Namespace) -> int:
                 hand = format_cards(state.hands[state.turn])
                 print(f"      {names[state.turn]} holds {hand}")
     return 0
+
+
+def _command_duel(args: argparse.Namespace) -> int:
+    from bots.duel import run_command
+
+    return run_command(args, _parse_options(args.option))
 
 
 async def _read_log(url: str, table_id: str) -> list[LogRow]:
@@ -226,6 +232,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ramino", description="Ramino: an authoritative server for rummy-family card games."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    from bots.commands import add_commands as add_bot_commands
+    from server.net.commands import add_commands as add_net_commands
+
+    add_net_commands(commands)
+    add_bot_commands(commands)
 
     variants = commands.add_parser("variants", help="list every preset with its options")
     variants.add_argument("--json", action="store_true", help="machine-readable output")
@@ -247,7 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     simulate.set_defaults(handler=_command_simulate)
 
-    demo = commands.add_parser("demo", help="watch bots play a game, move by move")
+    demo = commands.add_parser(
+        "watch", help="watch bots play one game in this process, move by move (no network)"
+    )
     demo.add_argument("--variant", default="basic")
     demo.add_argument(
         "--players", type=int, default=None, help="default: 3, or what the variant allows"
@@ -257,7 +270,29 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--show-hands", action="store_true", help="print the hand of the seat to move"
     )
-    demo.set_defaults(handler=_command_demo)
+    demo.set_defaults(handler=_command_watch)
+
+    duel = commands.add_parser(
+        "duel", help="duplicate duels between bot policies, played in-process"
+    )
+    duel.add_argument("--variant", required=True)
+    duel.add_argument("--players", type=int, default=2)
+    duel.add_argument(
+        "--policies", required=True, metavar="A,B[,...]", help="random, greedy, simple, ..."
+    )
+    duel.add_argument("--deals", type=int, default=100, help="deals, each in every seat order")
+    duel.add_argument("--seed", default="0")
+    duel.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+    duel.add_argument(
+        "--target", type=int, default=None, metavar="POINTS", help="whole games to POINTS"
+    )
+    duel.add_argument("--game", action="store_true", help="whole games (default: one hand)")
+    duel.add_argument("--eaai", action="store_true", help="gin: EAAI scoring (no box bonuses)")
+    duel.add_argument("--orders", choices=["auto", "all", "cyclic"], default="auto")
+    duel.add_argument("--jobs", type=int, default=1, help="worker processes")
+    duel.add_argument("--sprt", default=None, metavar="ELO0,ELO1", help="SPRT of A against B")
+    duel.add_argument("--json", action="store_true", help="one JSON summary")
+    duel.set_defaults(handler=_command_duel)
 
     store_help = "sqlite:///relative.db, sqlite:////abs/path.db or postgresql://user@host/db"
     tables = commands.add_parser("tables", help="list the tables of an event store")

@@ -1,4 +1,4 @@
-"""The ``ramino`` command: variants, simulate and demo, and its error handling."""
+"""The ``ramino`` command: variants, simulate and watch, and its error handling."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_simulate_with_another_seed_plays_other_games(capsys: pytest.CaptureFixt
             ("simulate", "--variant", "basic", "--option", "target=50", "--option", "deals=3"),
             "variant/contradictory_options",
         ),
-        (("demo", "--variant", "basic", "--option", "going_rummy"), "variant/bad_option"),
+        (("watch", "--variant", "basic", "--option", "going_rummy"), "variant/bad_option"),
     ],
 )
 def test_bad_variant_or_option_exits_2_with_the_code(
@@ -115,9 +115,9 @@ def test_bad_variant_or_option_exits_2_with_the_code(
     assert f"[{code}]" in err
 
 
-def test_demo_prints_a_whole_game_move_by_move(capsys: pytest.CaptureFixture[str]) -> None:
-    """``ramino demo`` narrates the deal, moves, each hand's end and the game's end."""
-    status, out, _ = _run(capsys, "demo", "--players", "3", "--seed", "1")
+def test_watch_prints_a_whole_game_move_by_move(capsys: pytest.CaptureFixture[str]) -> None:
+    """``ramino watch`` narrates the deal, moves, each hand's end and the game's end."""
+    status, out, _ = _run(capsys, "watch", "--players", "3", "--seed", "1")
     lines = out.splitlines()
     assert 0 == status
     assert any("deals (52 cards)" in line for line in lines)
