@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import random
 import re
@@ -112,7 +113,7 @@ from protocol.messages import (
     Variants,
     Welcome,
 )
-from protocol.transport import Transport
+from protocol.transport import Message, Transport
 
 __all__ = [
     "DECODERS",
@@ -140,7 +141,11 @@ DEFAULT_DOC = ROOT / "docs" / "protocol.md"
 # AsyncAPI ---------------------------------------------------------------------------------------
 
 _MESSAGES: tuple[tuple[str, type[msgspec.Struct], str], ...] = (
-    ("Request", Request, "A command with the id the client chose (every client topic but presence)."),
+    (
+        "Request",
+        Request,
+        "A command with the id the client chose (every client topic but presence).",
+    ),
     ("Presence", Presence, "Online on connecting; offline as the MQTT will message."),
     ("Reply", Reply, "The one reply to a Request with the same id."),
     ("Update", Update, "A seated player's private update after each change of his table."),
@@ -348,7 +353,7 @@ def build_document() -> dict[str, Any]:
             ],
             "bindings": {"mqtt": {"qos": qos, "retain": retain, "bindingVersion": "0.2.0"}},
         }
-    return {
+    document = {
         "asyncapi": "3.0.0",
         "info": {
             "title": "Ramino protocol",
@@ -394,6 +399,9 @@ def build_document() -> dict[str, Any]:
             "schemas": _fix_schema(schemas),
         },
     }
+    # Through JSON and back: tuples (schema defaults) become lists, and nothing else remains.
+    result: dict[str, Any] = json.loads(json.dumps(document))
+    return result
 
 
 def _lower(name: str) -> str:
@@ -532,13 +540,19 @@ _EVENTS = topics.table_events(_TABLE)
 _NOW = 1767225600.0
 
 # A real deal of Knock Rummy (2 players, dealer seat 1): seat 0 gets the cards at even indices,
-# seat 1 those at odd ones, index 20 is the upcard (QC = 12) and the rest is the stock.
+# seat 1 those at odd ones, index 20 is the upcard (KC = 12) and the rest is the stock.
 _ALICE_HAND = (21, 28, 33, 0, 50, 46, 8, 45, 35, 49)
 _DEAL_FOR_ALICE = tuple(
     _ALICE_HAND[index // 2] if index < 20 and index % 2 == 0 else 12 if index == 20 else -1
     for index in range(52)
 )
 _DEAL_FOR_SPECTATOR = tuple(12 if index == 20 else -1 for index in range(52))
+_DECK: tuple[int, ...] = (
+    (21, 14, 28, 11, 33, 10, 0, 40, 50, 16, 46, 17, 8, 39, 45, 51, 35, 19, 49, 44, 12, 22)
+    + (24, 1, 29, 30, 20, 7, 31, 18, 36, 42, 43, 38, 15, 47, 26, 27, 5, 2, 13, 32, 48, 37)
+    + (23, 6, 34, 4, 3, 41, 25, 9)
+)
+"""The whole deal in order (what DeckRevealed shows after the hand)."""
 _KNOCK_OPTIONS: dict[str, Any] = {"deals": 1}
 _LISTING = TableListing(
     table=_TABLE,
@@ -584,11 +598,57 @@ _ALICE_VIEW = View(
     last_result=None,
 )
 _SPECTATOR_VIEW = msgspec.structs.replace(_ALICE_VIEW, seat=-1, hand=())
-_COMMITMENT = "9b0f4c1e6d2a8b7c3e5f1a0d9c8b7a6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a"
+_RAMINO_VIEW = View(
+    variant="ramino",
+    options={},
+    players=2,
+    seat=0,
+    phase="draw",
+    hand_number=1,
+    dealer=1,
+    turn=0,
+    to_move=0,
+    scores=("0", "0"),
+    active=(True, True),
+    hand=(2, 23, 44, 88, 94, 105, 113),
+    hand_sizes=(7, 6),
+    stock_size=83,
+    pile=(81,),
+    melds=(
+        MeldView(kind="run", cards=(52, 93, 30), faces=(28, 29, 30), owners=(0, 0, 0)),
+        MeldView(kind="run", cards=(69, 70, 71, 8), faces=(5, 6, 7, 8), owners=(1, 0, 0, 0)),
+        MeldView(kind="set", cards=(3, 16, 29), faces=(3, 16, 29), owners=(1, 1, 1)),
+        MeldView(kind="run", cards=(43, 108, 372), faces=(43, 44, 45), owners=(1, 1, 1)),
+    ),
+    taken=(),
+    melds_this_turn=0,
+    stock_reuses=0,
+    melded=(True, True),
+    required=-1,
+    claim_kind="",
+    claim_seats=(),
+    claim_answers=(),
+    knock_limit=10,
+    upcard_passes=0,
+    hands_won=(0, 0),
+    forfeited=(False, False),
+    winners=(),
+    last_result=None,
+)
+"""A real position of a Ramino hand (seed 0 of a random playout), as seat 0 sees it."""
+_SALT = "4be1f0c29a7d3e58b6a1c0f9d2e7b384"
+_COMMITMENT = hashlib.sha256(
+    f"{_SALT}:{','.join(str(card) for card in _DECK)}".encode()
+).hexdigest()
+"""The deal's real commitment: what DeckRevealed lets anyone check."""
 _RUN_WITH_JOKER = MeldSpec(cards=(32, 33, 52), faces=(32, 33, 34))
 """7H 8H and a joker standing for 9H (JK=9H)."""
 _KINGS = MeldSpec(cards=(12, 25, 38), faces=(12, 25, 38))
 """KC KD KH."""
+_ACES = MeldSpec(cards=(0, 13, 26), faces=(0, 13, 26))
+"""AC AD AH."""
+_SPADES = MeldSpec(cards=(46, 47, 48), faces=(46, 47, 48))
+"""8S 9S TS."""
 
 
 def _request(title: str, command: Any, topic: str, seq: int | None, note: str = "") -> Example:
@@ -667,10 +727,11 @@ def examples() -> tuple[Example, ...]:
         ),
         _request(
             "Knock",
-            Knock(card=10, melds=(_KINGS,)),
+            Knock(card=10, melds=(_ACES, _KINGS, _SPADES)),
             _ALICE_CMD,
             15,
-            "Discard JC and knock, showing `KC KD KH`; with `melds` empty the server arranges "
+            "Discard JC and knock, showing `AC AD AH`, `KC KD KH` and `8S 9S TS` (3C, 3 points, "
+            "stays unmatched); with `melds` empty the server arranges "
             "the hand with the least deadwood. `card` = -1 is big gin (Gin Rummy).",
         ),
     )
@@ -761,11 +822,41 @@ def examples() -> tuple[Example, ...]:
             "carol watches: seat -1, no game yet (`view` null).",
         ),
         Example(
+            "Reply to Resync (Synced, Ramino in mid-hand)",
+            topics.inbox("alice"),
+            "inbox",
+            Reply(
+                id="5c1e0b7a",
+                ok=True,
+                table="7c2e9a41b0d5",
+                seq=57,
+                result=Synced(
+                    table=TableListing(
+                        table="7c2e9a41b0d5",
+                        variant="ramino",
+                        options={},
+                        seats=("alice", "bob"),
+                        status="playing",
+                        host="bob",
+                        move_seconds=0.0,
+                        game=1,
+                    ),
+                    seq=57,
+                    seat=0,
+                    view=_RAMINO_VIEW,
+                    legal=(DrawStock(), TakeDiscard(count=1)),
+                    deadline=0.0,
+                ),
+            ),
+            "Two decks and six jokers: table meld 0 is `JK=3H 4H2 5H` (52 stands for 28), "
+            "meld 3 `5S 6S2 JK6=7S` (372 = 5 << 6 | 52); `owners` says who laid each card.",
+        ),
+        Example(
             "Reply to DrawStock (ok, with events)",
             _ALICE_INBOX,
             "inbox",
-            Reply(id="5c1e0b7a", ok=True, table=_TABLE, seq=7, events=(Logged(7, Drew(0, 23)),)),
-            "alice sees the card she drew (JD = 23); everyone else sees -1.",
+            Reply(id="5c1e0b7a", ok=True, table=_TABLE, seq=7, events=(Logged(7, Drew(0, 22)),)),
+            "alice sees the card she drew (TD = 22); everyone else sees -1.",
         ),
         Example(
             "Reply (error: not your turn)",
@@ -814,7 +905,9 @@ def examples() -> tuple[Example, ...]:
         ),
     )
     public = (
-        Example("TableListing (lobby, retained)", topics.lobby_listing(_TABLE), "listing", _WAITING),
+        Example(
+            "TableListing (lobby, retained)", topics.lobby_listing(_TABLE), "listing", _WAITING
+        ),
         Example(
             "TableSnapshot (retained)",
             topics.table_state(_TABLE),
@@ -866,10 +959,8 @@ def examples() -> tuple[Example, ...]:
             DeckRevealed(
                 game=1,
                 hand=1,
-                salt="4be1f0c29a7d3e58b6a1c0f9d2e7b384",
-                order=(21, 30, 28, 2, 33, 17, 0, 41, 50, 5, 46, 14, 8, 39, 45, 24, 35, 6, 49, 19)
-                + (12, 23, 3, 44, 9, 27, 36, 1, 13, 48, 31, 7, 20, 38, 11, 43, 4, 29, 16, 37)
-                + (22, 10, 47, 25, 32, 40, 15, 26, 34, 18, 42, 51),
+                salt=_SALT,
+                order=_DECK,
             ),
             "sha256(salt + ':' + the cards in decimal joined by ',') must equal the commitment.",
         ),
@@ -882,7 +973,7 @@ def examples() -> tuple[Example, ...]:
             "Dealt (as a spectator sees it)",
             6,
             Dealt(hand=1, dealer=1, order=_DEAL_FOR_SPECTATOR),
-            "Only the upcard (index 20, QC = 12) is visible; seat 0's copy is in the Update "
+            "Only the upcard (index 20, KC = 12) is visible; seat 0's copy is in the Update "
             "example above.",
         ),
         _public("Drew (someone else's draw)", 7, Drew(seat=0, card=-1)),
@@ -902,7 +993,7 @@ def examples() -> tuple[Example, ...]:
         _public(
             "Knocked",
             25,
-            Knocked(seat=0, card=10, melds=(_KINGS,), deadwood=3),
+            Knocked(seat=0, card=10, melds=(_ACES, _KINGS, _SPADES), deadwood=3),
         ),
         _public("SeatForfeited", 18, SeatForfeited(seat=1)),
         _public("Floated", 50, Floated(seat=2), "Rummy 500 with floating."),
@@ -927,16 +1018,22 @@ def examples() -> tuple[Example, ...]:
                 winner=0,
                 reason="knock",
                 rummy=False,
-                hands=((0, 12, 25, 38, 13, 26, 39, 1, 2, 28), (3, 4, 5, 17, 30, 43, 9, 22, 40, 41)),
+                hands=(
+                    (0, 13, 26, 12, 25, 38, 46, 47, 48, 2),
+                    (3, 4, 5, 6, 17, 30, 43, 21, 29, 14),
+                ),
                 counts=(3, 15),
-                points=("12", "-12"),
-                totals=("12", "-12"),
-                shown=((MeldSpec((12, 25, 38), (12, 25, 38)), MeldSpec((0, 13, 26), (0, 13, 26))),)
-                + ((MeldSpec((3, 4, 5), (3, 4, 5)), MeldSpec((17, 30, 43), (17, 30, 43))),),
+                points=("12", "0"),
+                totals=("12", "0"),
+                shown=(
+                    (_ACES, _KINGS, _SPADES),
+                    (MeldSpec((3, 4, 5, 6), (3, 4, 5, 6)), MeldSpec((17, 30, 43), (17, 30, 43))),
+                ),
             ),
-            "Knock Rummy: `counts` are unmatched points, `shown` the melds each seat showed.",
+            "Knock Rummy: `counts` are unmatched points, `shown` the melds each seat showed; "
+            "bob's 15 against alice's 3 pays her the difference.",
         ),
-        _public("GameEnded", 26, GameEnded(winners=(0,), totals=("12", "-12"))),
+        _public("GameEnded", 26, GameEnded(winners=(0,), totals=("12", "0"))),
     )
     return lobby + table + game + presence + replies + public + table_events + game_events
 
@@ -1056,7 +1153,7 @@ class Captured:
 class _RecordingTransport(Transport):
     """A transport that logs what goes out and what comes in."""
 
-    def __init__(self, log: list[Captured], username: str, password: str, **kwargs: Any):
+    def __init__(self, log: list[Captured], username: str, password: str, **kwargs: Any) -> None:
         super().__init__(username, password, **kwargs)
         self._log = log
 
@@ -1065,7 +1162,7 @@ class _RecordingTransport(Transport):
         self._log.append(Captured(time.monotonic(), self.username, True, topic, payload))
         super().publish(topic, payload, qos, retain)
 
-    async def messages(self) -> AsyncIterator[Any]:
+    async def messages(self) -> AsyncIterator[Message]:
         """Every message received, logged."""
         async for message in super().messages():
             self._log.append(
@@ -1085,10 +1182,10 @@ async def _play(session: TableSession, rng: random.Random, knock_after: int) -> 
     """Random legal moves; knock (when the variant has it) after ``knock_after`` turns."""
     turns = 0
     async for update in session.updates():
-        if update.status != "playing":
+        if update.status in ("finished", "closed"):
             return
-        if not update.legal:
-            continue
+        if not update.legal or update.seq < session.seq:
+            continue  # not our move, or an update overtaken by a newer one
         knocks = [command for command in update.legal if isinstance(command, Knock)]
         if knocks and turns >= knock_after:
             command: GameCommand = rng.choice(knocks)
@@ -1118,9 +1215,7 @@ async def record_game(
         await alice.hello()
         created = await alice.create_table(variant, options={"deals": 1}, move_seconds=60.0)
         table = created.table
-        carol.subscribe(
-            topics.table_events(table), topics.table_state(table), topics.chat(table)
-        )
+        carol.subscribe(topics.table_events(table), topics.table_state(table), topics.chat(table))
         await carol.connect(alice.address)
         watcher = asyncio.create_task(_drain(carol))
         try:
@@ -1128,12 +1223,13 @@ async def record_game(
             alice_table = alice.table(table)
             bob_table = bob.table(table)
             await bob_table.sit()
-            await bob_table.start()
+            started = await bob_table.start()
             await alice_table.chat("good luck!")
-            dealt = await asyncio.wait_for(bob_table.next_update(), 10)
-            while dealt.view is None:
-                dealt = await asyncio.wait_for(bob_table.next_update(), 10)
-            waiting = bob if dealt.view.to_move == 0 else alice
+            dealers = [
+                logged.event.dealer for logged in started.events if isinstance(logged.event, Dealt)
+            ]
+            # Two players: the one left of the dealer (the dealer's opponent) moves first.
+            waiting = alice if dealers and dealers[0] == 0 else bob
             # Out of turn on purpose, to show an error reply.
             await waiting.request(DrawStock(), table, check=False)
             async with asyncio.timeout(60):
@@ -1153,20 +1249,30 @@ async def _drain(transport: Transport) -> None:
         pass
 
 
-def _abridge(value: Any, key: str = "") -> Any:
+def _abridge(value: Any, seen: set[str], key: str = "") -> Any:
     """Shorten a decoded message for the transcript: views to their main fields, long legal
-    lists to their first entries."""
+    lists to their first entries, and events already shown to their ``seq``."""
     if isinstance(value, dict):
         if key == "view" and "phase" in value:
             kept = ("seat", "phase", "turn", "to_move", "hand", "hand_sizes", "stock_size", "pile")
             short = {name: value[name] for name in kept if name in value}
             short["…"] = f"{len(value) - len(short)} more fields"
             return short
-        return {name: _abridge(item, name) for name, item in value.items()}
+        return {name: _abridge(item, seen, name) for name, item in value.items()}
     if isinstance(value, list):
         if key == "legal" and len(value) > 3:
-            return [*(_abridge(item) for item in value[:2]), f"… {len(value) - 2} more"]
-        return [_abridge(item) for item in value]
+            return [*(_abridge(item, seen) for item in value[:2]), f"… {len(value) - 2} more"]
+        if key == "events":
+            events = []
+            for logged in value:
+                text = json.dumps(logged, sort_keys=True)
+                if text in seen:
+                    events.append({"seq": logged["seq"], "event": "… as above"})
+                else:
+                    seen.add(text)
+                    events.append(logged)
+            return events
+        return [_abridge(item, seen) for item in value]
     return value
 
 
@@ -1183,6 +1289,10 @@ def _kind(payload: bytes) -> str:
     return str(decoded.get("type", ""))
 
 
+def _left_out(count: int) -> str:
+    return f"# … {count} message{'s' if count > 1 else ''} left out …\n"
+
+
 def render_transcript(log: Sequence[Captured]) -> str:
     """The transcript section of docs/protocol.md: the messages of ``log`` in order, abridged.
 
@@ -1190,11 +1300,19 @@ def render_transcript(log: Sequence[Captured]) -> str:
     """
     ordered = sorted(log, key=lambda item: item.at)
     first_discard = next(
-        (index for index, item in enumerate(ordered) if item.sent and _kind(item.payload) == "discard"),
+        (
+            index
+            for index, item in enumerate(ordered)
+            if item.sent and _kind(item.payload) == "discard"
+        ),
         len(ordered),
     )
     knock = next(
-        (index for index, item in enumerate(ordered) if item.sent and _kind(item.payload) == "knock"),
+        (
+            index
+            for index, item in enumerate(ordered)
+            if item.sent and _kind(item.payload) == "knock"
+        ),
         len(ordered),
     )
     shown: list[str] = []
@@ -1203,8 +1321,13 @@ def render_transcript(log: Sequence[Captured]) -> str:
     last_snapshot = max(
         (index for index, item in enumerate(ordered) if item.topic.endswith("/state")), default=-1
     )
+    seen: set[str] = set()
+    statuses = 0
     for index, item in enumerate(ordered):
         keep = index <= first_discard + 6 or index >= knock
+        if item.topic == topics.server_status():
+            statuses += 1
+            keep = keep and statuses == 1
         if item.topic.endswith("/state"):
             keep = keep and (not seen_snapshot or index == last_snapshot)
             seen_snapshot = seen_snapshot or keep
@@ -1214,19 +1337,19 @@ def render_transcript(log: Sequence[Captured]) -> str:
             skipped += 1
             continue
         if skipped:
-            shown.append(f"# … {skipped} messages left out …\n")
+            shown.append(_left_out(skipped))
             skipped = 0
         verb = "publishes on" if item.sent else "receives on"
-        body = _abridge(msgspec.msgpack.decode(item.payload)) if item.payload else None
+        body = _abridge(msgspec.msgpack.decode(item.payload), seen) if item.payload else None
         text = format_json(body) if item.payload else "(empty payload)"
         shown.append(f"# {item.client} {verb} {item.topic}\n{text}\n")
     if skipped:
-        shown.append(f"# … {skipped} messages left out …\n")
+        shown.append(_left_out(skipped))
     return "```text\n" + "\n".join(shown) + "```"
 
 
-async def _record_into(doc: Path, broker: str, password: str, seed: int) -> None:
-    log = await record_game(broker, password, seed=seed)
+def _record_into(doc: Path, broker: str, password: str, seed: int) -> None:
+    log = asyncio.run(record_game(broker, password, seed=seed))
     text = doc.read_text()
     doc.write_text(replace_section(text, "transcript", render_transcript(log)))
 
@@ -1272,7 +1395,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="seed of the recorded players")
     args = parser.parse_args(list(argv) if argv is not None else None)
     if args.transcript:
-        asyncio.run(_record_into(args.doc, args.transcript, args.password, args.seed))
+        _record_into(args.doc, args.transcript, args.password, args.seed)
         print(f"recorded a game into {args.doc}")
         return 0
     if args.examples:

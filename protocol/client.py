@@ -244,7 +244,7 @@ class Client:
         return self._sessions
 
     def table(self, table: str) -> TableSession:
-        """The session of ``table`` (subscribes to its updates; one per table)."""
+        """The session of ``table`` (one per table; updates for it are routed there)."""
         session = self._sessions.get(table)
         if session is None:
             session = TableSession(self, table)
@@ -427,7 +427,13 @@ class TableSession:
         """
         reply = await self.client.request(command, self.table, seq=self.seq, check=False)
         if not reply.ok and reply.code == "table/stale_seq":
-            self.need_resync()
+            if isinstance(reply.result, Synced):  # the refusal carries the present
+                caught_up = self._from_synced(reply.result)
+                if caught_up.seq > self.seq:
+                    self.resyncs += 1
+                    self._accept(caught_up)
+            else:
+                self.need_resync()
         if check and not reply.ok:
             raise RequestFailed(reply.message, reply.code, reply)
         return reply

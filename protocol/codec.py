@@ -78,7 +78,7 @@ class _Decoder:
             raise MalformedMessage(f"not msgpack: {error}") from None
 
 
-_request = _Decoder(Request, MAX_PAYLOAD)
+_request = _Decoder(Request, None)
 _presence = _Decoder(Presence, 256)
 _inbox = _Decoder(Inbox, None)
 _events = _Decoder(TableEvents, None)
@@ -88,13 +88,17 @@ _chat = _Decoder(ChatLine, None)
 _status = _Decoder(ServerStatus, None)
 
 
-def decode_request(payload: bytes) -> Request:
-    """A client's request.
+def decode_request(payload: bytes, limit: int = MAX_PAYLOAD) -> Request:
+    """A client's request of at most ``limit`` bytes.
 
     Raises:
         MalformedMessage: too big (``limit/payload``), not msgpack (``protocol/malformed``) or
             not a valid request (``protocol/invalid``).
     """
+    if len(payload) > limit:
+        raise MalformedMessage(
+            f"payload of {len(payload)} bytes is over the limit of {limit}", "limit/payload"
+        )
     result: Request = _request(payload)
     return result
 

@@ -1,6 +1,6 @@
 """Coded errors: every refusal a client is told about carries a stable ``code`` and a message.
 
-Codes are namespaced (``protocol/*``, ``auth/*``, ``limit/*``, ``lobby/*``, ``table/*``,
+Codes are namespaced (``protocol/*``, ``limit/*``, ``lobby/*``, ``table/*``,
 ``rules/*``, ``variant/*``, ``notation/*``, ``server/*``); docs/protocol.md lists them all.
 """
 

@@ -441,7 +441,7 @@ class View(msgspec.Struct, frozen=True):
     """A state as one seat (``seat`` >= 0) or a spectator (``seat`` = -1) sees it."""
 
     variant: str
-    options: dict[str, object]
+    options: dict[str, Any]
     players: int
     seat: int
     phase: str

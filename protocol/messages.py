@@ -110,7 +110,7 @@ class ListTables(msgspec.Struct, frozen=True, tag="list_tables"):
     """Public tables (reply: ``Tables``); empty filters match everything."""
 
     status: ShortText = ""
-    """``waiting``, ``playing`` or ``finished``."""
+    """``waiting``, ``playing``, ``finished`` or ``closed``."""
     variant: ShortText = ""
 
 
@@ -196,7 +196,8 @@ class Welcome(msgspec.Struct, frozen=True, tag="welcome"):
 
 
 class OptionInfo(msgspec.Struct, frozen=True):
-    """One table option: its kind (``bool``, ``int``, ``choice``), help and allowed values."""
+    """One table option: its kind (``bool``, ``int``, ``choice``, ``int_or_unlimited``), help
+    and allowed values."""
 
     name: str
     kind: str

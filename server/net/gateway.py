@@ -24,7 +24,7 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -157,6 +157,7 @@ class Gateway:
         self._batches: dict[str, deque[_Batch]] = {}
         self._listings: dict[str, TableListing] = {}
         self._absent: set[str] = set()
+        self._said: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
         self._reader: asyncio.Task[None] | None = None
         self._started_at = self.clock.now()
@@ -170,20 +171,10 @@ class Gateway:
     async def start(self) -> None:
         """Subscribe, list the tables, resume the unfinished ones and announce the server."""
         service = self._service()
-        for summary in await service.store.tables():
-            self._listings[summary.table_id] = TableListing(
-                table=summary.table_id,
-                variant=summary.variant,
-                options={},
-                seats=summary.seats,
-                status=summary.status,
-                host="",
-                move_seconds=0.0,
-                game=0,
-            )
         await service.start()
         for actor in service.actors.values():
-            self._listings[actor.table.table_id] = _listing(actor.table)
+            # The broker may have lost the retained messages (a restart without persistence).
+            self._publish_public(actor.table, actor.due() or 0.0)
         self.transport.subscribe(*topics.SERVER_SUBSCRIPTIONS)
         self.transport.publish(topics.server_status(), encode(self.status(True)), retain=True)
         self._reader = asyncio.create_task(self._read(), name="gateway-reader")
@@ -235,9 +226,6 @@ class Gateway:
         if parsed is None:
             return
         kind, client, table = parsed
-        if kind == "presence":
-            self._presence(client, payload)
-            return
         if not self._limiter.allow(client):
             # Told (with the request's id, so the client can back off and retry) up to a
             # point; a flood beyond that is dropped unread.
@@ -246,6 +234,9 @@ class Gateway:
                 message = f"over {self.limits.rate:g} commands a second: slow down"
                 self._reply(client, _error(_guess_id(payload), "limit/rate", message))
             return
+        if kind == "presence":
+            self._presence(client, payload)
+            return
         try:
             if len(payload) > self.limits.max_payload:
                 raise MalformedMessage(
@@ -253,7 +244,7 @@ class Gateway:
                     f"{self.limits.max_payload}",
                     "limit/payload",
                 )
-            request = decode_request(payload)
+            request = decode_request(payload, self.limits.max_payload)
         except MalformedMessage as error:
             self.refused += 1
             self._reply(client, _error(_guess_id(payload), error.code, error.message))
@@ -345,12 +336,13 @@ class Gateway:
             move_seconds=command.move_seconds,
             max_timeouts=command.max_timeouts,
         )
-        _, reply = await service.create(client, create, command_id, table_id=table_id)
+        _, reply = await service.create(client, create, _scoped(client, command_id), table_id)
         if not reply.ok and reply.code != "table/exists":
             return _error(command_id, reply.code, reply.message)
         seat = -1
         if command.sit:
-            sat = await service.submit(table_id, client, tables.Sit(0), f"{command_id}:sit")
+            sit_id = _scoped(client, f"{command_id}:sit")
+            sat = await service.submit(table_id, client, tables.Sit(0), sit_id)
             if not sat.ok and sat.code != "table/already_seated":
                 return _error(command_id, sat.code, sat.message, table_id)
         actor = service.actors[table_id]
@@ -369,19 +361,12 @@ class Gateway:
         match command:
             case Join(invite_code=code):
                 self._check_invite(actor.table, client, code)
-                return _ok(
-                    request.id, table_id, actor.table.seq, result=self._synced(actor, client)
-                )
+                return self._sync_reply(request.id, actor, client)
             case Resync():
-                return _ok(
-                    request.id, table_id, actor.table.seq, result=self._synced(actor, client)
-                )
+                self._check_invite(actor.table, client, "")
+                return self._sync_reply(request.id, actor, client)
             case ChatSay(text=text):
-                if not self._chat.allow(client):
-                    raise CodedError("you are chatting too fast", "limit/chat_rate")
-                line = ChatLine(table_id, client, text, self.clock.now())
-                self.transport.publish(topics.chat(table_id), encode(line), qos=0)
-                return _ok(request.id, table_id, actor.table.seq)
+                return self._say(client, actor.table, request.id, text)
             case Leave():
                 state = actor.table
                 if client not in state.seats or (
@@ -404,16 +389,40 @@ class Gateway:
                         f"{type(command).__name__} is not a table command", "protocol/wrong_topic"
                     )
                 table_command = command
-        reply = await service.submit(table_id, client, table_command, request.id, request.seq)
-        return self._table_reply(client, table_id, request.id, reply)
+        reply = await service.submit(
+            table_id, client, table_command, _scoped(client, request.id), request.seq
+        )
+        return self._table_reply(client, actor, request.id, reply)
+
+    def _say(self, client: str, state: TableState, command_id: str, text: str) -> Reply:
+        """Chat: players and the host only; a repeated request id is not said twice."""
+        created = state.created
+        if client not in state.seats and (created is None or client != created.host):
+            raise CodedError("only the players of a table chat there", "table/not_seated")
+        key = (client, command_id)
+        if key not in self._said:
+            if not self._chat.allow(client):
+                raise CodedError("you are chatting too fast", "limit/chat_rate")
+            self._said[key] = None
+            if len(self._said) > 10_000:
+                self._said.popitem(last=False)
+            line = ChatLine(state.table_id, client, text, self.clock.now())
+            self.transport.publish(topics.chat(state.table_id), encode(line), qos=0)
+        return _ok(command_id, state.table_id, state.seq)
 
     def _sync_reply(self, command_id: str, actor: TableActor, client: str) -> Reply:
         synced = self._synced(actor, client)
         return _ok(command_id, actor.table.table_id, actor.table.seq, result=synced)
 
-    def _table_reply(self, client: str, table_id: str, command_id: str, reply: TableReply) -> Reply:
+    def _table_reply(
+        self, client: str, actor: TableActor, command_id: str, reply: TableReply
+    ) -> Reply:
+        table_id = actor.table.table_id
         if not reply.ok:
-            return _error(command_id, reply.code, reply.message, table_id, reply.seq)
+            refusal = _error(command_id, reply.code, reply.message, table_id, reply.seq)
+            if reply.code == "table/stale_seq":  # with what it takes to catch up
+                return msgspec.structs.replace(refusal, result=self._synced(actor, client))
+            return refusal
         events: list[Logged] = []
         if reply.first_seq:
             for batch in self._batches.get(table_id, ()):
@@ -512,11 +521,13 @@ class Gateway:
                 status=table.status,
             )
             self.transport.publish(topics.inbox(player), encode(update), qos=1)
-        self.transport.publish(
-            topics.table_events(table.table_id),
-            encode(TableEvents(table.table_id, batch.public)),
-            qos=0,
-        )
+        stream = TableEvents(table.table_id, batch.public)
+        self.transport.publish(topics.table_events(table.table_id), encode(stream), qos=0)
+        self._publish_public(table, deadline)
+
+    def _publish_public(self, table: TableState, deadline: float) -> None:
+        """The retained snapshot of ``table`` and, when it changed, its lobby listing."""
+        game = table.game
         listing = _listing(table)
         snapshot = TableSnapshot(
             listing, table.seq, view(game) if game is not None else None, deadline
@@ -593,6 +604,12 @@ def _variants() -> Variants:
     return Variants(tuple(infos))
 
 
+def _scoped(client: str, command_id: str) -> str:
+    """A request id as the table log keeps it: ids are the client's own, so two clients may
+    both send "1"."""
+    return f"{client}/{command_id}"
+
+
 def _ok(
     command_id: str,
     table: str = "",
@@ -612,7 +629,7 @@ _ID_ONLY = msgspec.msgpack.Decoder(dict[str, Any])
 
 def _guess_id(payload: bytes) -> str:
     """The ``id`` of a request that failed to decode, when it can be read (else ``""``)."""
-    if len(payload) > 16 * 1024:
+    if len(payload) > 64 * 1024:
         return ""
     try:
         raw = _ID_ONLY.decode(payload)
