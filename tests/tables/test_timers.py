@@ -183,3 +183,37 @@ async def _play_one_turn(actor: TableActor, seat: int) -> None:
     assert game is not None
     discard = next(a for a in legal_actions(game, seat) if isinstance(a, Discard))
     assert (await actor.submit(player, discard)).ok
+
+
+async def test_a_disconnected_player_is_played_for_after_the_grace_period(
+    store: EventStore,
+) -> None:
+    """Without a move timer, a player marked absent keeps his turn for the grace period; then
+    the server plays it; once he is back, nobody plays for him."""
+    clock = ManualClock()
+    actor = await _table(store, clock, move_seconds=0)
+    actor.grace_seconds = 20
+    game = actor.table.game
+    assert game is not None
+    player = actor.table.seats[to_move(game)]
+    seq = actor.table.seq
+    clock.advance(100)  # no move timer: nothing happens however long he thinks
+    assert seq == actor.table.seq
+    actor.set_absent(player, True)
+    await asyncio.wait_for(clock.wait_for_sleeper(clock.time + 20), WAIT)
+    clock.advance(19)
+    assert seq == actor.table.seq
+    clock.advance(1)
+    await asyncio.wait_for(actor.wait_for_seq(seq + 3), WAIT)
+    rows = await store.read("t1", after_seq=seq)
+    assert TimedOut(to_move(game)) == decode_record(rows[0].payload).event
+    # Back again before his next turn: no timer runs for him.
+    actor.set_absent(player, False)
+    game = actor.table.game
+    assert game is not None
+    other = actor.table.seats[to_move(game)]
+    assert other != player
+    assert actor.due() is None
+    actor.set_absent(other, True)
+    assert clock.time + 20 == actor.due()
+    await actor.stop()
