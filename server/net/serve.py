@@ -167,8 +167,14 @@ def _offline_status() -> ServerStatus:
     )
 
 
-async def serve(config: ServeConfig, announce: Callable[[str], None] = print) -> None:
+def _say(line: str) -> None:
+    print(line, flush=True)  # whoever started us may wait for this line through a pipe
+
+
+async def serve(config: ServeConfig, announce: Callable[[str], None] | None = None) -> None:
     """Run until SIGINT or SIGTERM, then stop cleanly."""
+    if announce is None:
+        announce = _say
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
