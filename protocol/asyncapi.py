@@ -64,6 +64,7 @@ from protocol.game import (
     MeldSpec,
     MeldView,
     Pass,
+    PlayerReady,
     PlayerSat,
     PlayerStood,
     SeatBack,
@@ -95,6 +96,7 @@ from protocol.messages import (
     Logged,
     OptionInfo,
     Presence,
+    Ready,
     Rematch,
     Reply,
     Request,
@@ -680,6 +682,7 @@ def examples() -> tuple[Example, ...]:
         _request("Leave", Leave(), topics.table_command(_TABLE, "carol"), None),
         _request("Start", Start(), _BOB_CMD, 3, "With `seq`: refused if the table moved on."),
         _request("Rematch", Rematch(), _ALICE_CMD, None),
+        _request("Ready", Ready(), _ALICE_CMD, None),
         _request("Resync", Resync(), _ALICE_CMD, None),
         _request("ChatSay", ChatSay(text="good luck!"), _ALICE_CMD, None),
     )
@@ -966,6 +969,7 @@ def examples() -> tuple[Example, ...]:
         ),
         _public("TimedOut", 12, TimedOut(seat=1), "The server's moves for seat 1 follow."),
         _public("SeatBack", 15, SeatBack(seat=1)),
+        _public("PlayerReady", 16, PlayerReady(seat=0)),
         _public("TableClosed", 40, TableClosed(reason="closed by an operator")),
     )
     game_events = (

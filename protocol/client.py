@@ -43,6 +43,7 @@ from protocol.messages import (
     ListVariants,
     Logged,
     Presence,
+    Ready,
     Rematch,
     Reply,
     Request,
@@ -410,6 +411,10 @@ class TableSession:
     async def start(self) -> Reply:
         """Start the game (every seat must be taken)."""
         return await self.client.request(Start(), self.table)
+
+    async def ready(self) -> Reply:
+        """Ready for the next hand (tables with a hand pause)."""
+        return await self.client.request(Ready(), self.table)
 
     async def rematch(self) -> Reply:
         """A new game with the same players."""

@@ -45,6 +45,7 @@ __all__ = [
     "MeldView",
     "Melded",
     "Pass",
+    "PlayerReady",
     "PlayerSat",
     "PlayerStood",
     "SeatBack",
@@ -349,6 +350,9 @@ class TableCreated(msgspec.Struct, frozen=True, tag="table_created"):
     """Move timer in seconds (0: no timer)."""
     max_timeouts: int = 3
     """Timeouts in a row after which the server plays for the seat for good (0: never)."""
+    hand_pause_seconds: float = 0.0
+    """Between hands, wait this long for every player's ``ready`` before the next deal (0:
+    deal at once)."""
 
 
 class PlayerSat(msgspec.Struct, frozen=True, tag="player_sat"):
@@ -406,6 +410,13 @@ class SeatBack(msgspec.Struct, frozen=True, tag="seat_back"):
     seat: int
 
 
+class PlayerReady(msgspec.Struct, frozen=True, tag="player_ready"):
+    """Between hands, ``seat`` is ready for the next deal (the server marks everyone ready
+    when the pause runs out)."""
+
+    seat: int
+
+
 class TableClosed(msgspec.Struct, frozen=True, tag="table_closed"):
     """The table is closed (everyone left, or an operator closed it)."""
 
@@ -421,6 +432,7 @@ TableEvent: TypeAlias = (
     | DeckRevealed
     | TimedOut
     | SeatBack
+    | PlayerReady
     | TableClosed
 )
 

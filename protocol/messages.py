@@ -49,6 +49,7 @@ __all__ = [
     "Logged",
     "OptionInfo",
     "Presence",
+    "Ready",
     "Rematch",
     "Reply",
     "Request",
@@ -103,6 +104,9 @@ class CreateTable(msgspec.Struct, frozen=True, tag="create_table"):
     """Seconds per move (0: no timer); when it runs out the server plays for the seat."""
     max_timeouts: Annotated[int, Meta(ge=0, le=100)] = 3
     """Timeouts in a row after which the server plays the rest of the game for the seat."""
+    hand_pause_seconds: Annotated[float, Meta(ge=0, le=3600)] = 0.0
+    """Between hands, wait this long for every player's ``ready`` before the next deal (0:
+    deal at once)."""
     sit: bool = True
 
 
@@ -142,6 +146,11 @@ class Start(msgspec.Struct, frozen=True, tag="start"):
     """Start the game once every seat is taken (any seated player may)."""
 
 
+class Ready(msgspec.Struct, frozen=True, tag="ready"):
+    """Between hands (tables with ``hand_pause_seconds``): ready for the next deal, which
+    comes when every player is ready or the pause runs out."""
+
+
 class Rematch(msgspec.Struct, frozen=True, tag="rematch"):
     """A new game with the same players after the last one ended."""
 
@@ -157,7 +166,7 @@ class ChatSay(msgspec.Struct, frozen=True, tag="chat"):
 
 
 LobbyCommand: TypeAlias = Hello | ListVariants | CreateTable | ListTables
-TableCommand: TypeAlias = Join | Sit | Stand | Leave | Start | Rematch | Resync | ChatSay
+TableCommand: TypeAlias = Join | Sit | Stand | Leave | Start | Ready | Rematch | Resync | ChatSay
 AnyCommand: TypeAlias = LobbyCommand | TableCommand | GameCommand
 
 

@@ -49,6 +49,7 @@ from protocol.messages import (
     ListVariants,
     Logged,
     OptionInfo,
+    Ready,
     Rematch,
     Reply,
     Request,
@@ -335,6 +336,7 @@ class Gateway:
             private=command.private,
             move_seconds=command.move_seconds,
             max_timeouts=command.max_timeouts,
+            hand_pause_seconds=command.hand_pause_seconds,
         )
         _, reply = await service.create(client, create, _scoped(client, command_id), table_id)
         if not reply.ok and reply.code != "table/exists":
@@ -383,6 +385,8 @@ class Gateway:
                 table_command = tables.StartGame()
             case Rematch():
                 table_command = tables.Rematch()
+            case Ready():
+                table_command = tables.Ready()
             case _:
                 if not isinstance(command, GAME_COMMANDS):
                     raise CodedError(

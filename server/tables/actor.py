@@ -38,6 +38,7 @@ from server.tables.errors import StaleSeq, TableError
 from server.tables.records import (
     RECORD_VERSION,
     GameStarted,
+    PlayerReady,
     Record,
     RecordEvent,
     SeatBack,
@@ -49,12 +50,14 @@ from server.tables.records import (
 from server.tables.store import EventStore, NewEvent, TableSummary
 from server.tables.table import (
     CreateTable,
+    Ready,
     Rematch,
     Sit,
     Stand,
     StartGame,
     TableCommand,
     TableState,
+    between_hands,
     chance_records,
     decide_table,
     empty_table,
@@ -116,7 +119,7 @@ class _Job:
 _log = logging.getLogger(__name__)
 _SNAPSHOT = msgspec.msgpack.Encoder()
 _REPLY_ENCODER = msgspec.msgpack.Encoder()
-_TABLE_COMMANDS = (CreateTable, Sit, Stand, StartGame, Rematch)
+_TABLE_COMMANDS = (CreateTable, Sit, Stand, StartGame, Ready, Rematch)
 
 
 class _SnapshotBody(msgspec.Struct):
@@ -128,6 +131,7 @@ class _SnapshotBody(msgspec.Struct):
     closed: bool
     created: bytes
     timeouts: tuple[int, ...] = ()
+    ready: tuple[bool, ...] = ()
 
 
 async def load_table(store: EventStore, table_id: str) -> TableState:
@@ -152,6 +156,7 @@ def _to_snapshot(table: TableState) -> bytes:
         closed=table.closed,
         created=encode_record(table.created),
         timeouts=table.timeouts,
+        ready=table.ready,
     )
     return _SNAPSHOT.encode(body)
 
@@ -170,6 +175,7 @@ def _from_snapshot(table_id: str, seq: int, payload: bytes) -> TableState:
         salt=body.salt,
         deck=body.deck,
         timeouts=body.timeouts,
+        ready=body.ready,
         closed=body.closed,
     )
 
@@ -287,6 +293,8 @@ class TableActor:
         created = self.table.created
         move_seconds = created.move_seconds if created is not None else 0.0
         game = self.table.game
+        if created is not None and between_hands(self.table):
+            return self.last_at + created.hand_pause_seconds
         due = deadline(game, self.last_at, move_seconds, self.claim_seconds)
         if game is None or game.phase is Phase.CLAIM or not awaiting(game):
             return due
@@ -407,6 +415,17 @@ class TableActor:
         """Time is up at ``seq``: play the awaited seat's turn, or pass open claims."""
         game = self.table.game
         due = self.due()
+        if self.table.seq == seq and between_hands(self.table):
+            if due is not None and due <= self.clock.now():
+                waiting = self.table.ready or (False,) * len(self.table.seats)
+                assert game is not None
+                late: list[RecordEvent] = [
+                    PlayerReady(seat)
+                    for seat, playing in enumerate(game.active)
+                    if playing and not waiting[seat]
+                ]
+                await self._append(late, f"timeout:{seq}:ready")
+            return
         if (
             self.table.seq != seq
             or game is None

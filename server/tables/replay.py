@@ -51,6 +51,7 @@ from server.tables.records import (
     DeckCommitted,
     DeckRevealed,
     GameStarted,
+    PlayerReady,
     PlayerSat,
     PlayerStood,
     Record,
@@ -366,6 +367,7 @@ _TABLE_EVENTS = (
     DeckRevealed,
     TimedOut,
     SeatBack,
+    PlayerReady,
     TableClosed,
 )
 
@@ -444,6 +446,8 @@ def _line(
             text = f"{names[seat]}'s time is up: the server plays for him"
         case SeatBack(seat=seat):
             text = f"{names[seat]} plays again by himself"
+        case PlayerReady(seat=seat):
+            text = f"{names[seat]} is ready for the next hand"
         case _:
             assert before.game is not None
             text = describe_event(event, names, len(before.game.melds))

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 import msgspec
 
 from server.engine import Dealt, HandEnded, State, evolve, is_over, new_game
-from server.engine.game import chance, chance_pending
+from server.engine.game import Phase, chance, chance_pending
 from server.engine.variants import make_rules
 from server.tables.errors import NotSeated, TableError
 from server.tables.records import (
     DeckCommitted,
     DeckRevealed,
     GameStarted,
+    PlayerReady,
     PlayerSat,
     PlayerStood,
     Record,
@@ -36,12 +37,14 @@ from server.tables.records import (
 
 __all__ = [
     "CreateTable",
+    "Ready",
     "Rematch",
     "Sit",
     "Stand",
     "StartGame",
     "TableCommand",
     "TableState",
+    "between_hands",
     "chance_records",
     "decide_table",
     "empty_table",
@@ -64,6 +67,10 @@ class StartGame(msgspec.Struct, frozen=True, tag="start"):
     """Start the game once every seat is taken."""
 
 
+class Ready(msgspec.Struct, frozen=True, tag="ready"):
+    """Ready for the next deal (between hands, at a table with a hand pause)."""
+
+
 class Rematch(msgspec.Struct, frozen=True, tag="rematch"):
     """Start a new game with the same players after the last one ended."""
 
@@ -77,9 +84,10 @@ class CreateTable(msgspec.Struct, frozen=True, tag="create"):
     private: bool = False
     move_seconds: float = 0.0
     max_timeouts: int = 3
+    hand_pause_seconds: float = 0.0
 
 
-TableCommand = CreateTable | Sit | Stand | StartGame | Rematch
+TableCommand = CreateTable | Sit | Stand | StartGame | Ready | Rematch
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +107,8 @@ class TableState:
     """The current hand's deck order (server-side only until revealed)."""
     timeouts: tuple[int, ...] = ()
     """Each seat's timeouts in a row in the current game."""
+    ready: tuple[bool, ...] = ()
+    """Between hands: the seats ready for the next deal (empty otherwise)."""
     closed: bool = False
 
     @property
@@ -163,11 +173,15 @@ def fold(table: TableState, record: Record, seq: int) -> TableState:
             return replace(table, seq=seq, salt=salt)
         case DeckRevealed():
             return replace(table, seq=seq, salt="", deck=())
+        case PlayerReady(seat=seat):
+            ready = table.ready or (False,) * len(table.seats)
+            return replace(table, seq=seq, ready=ready[:seat] + (True,) + ready[seat + 1 :])
         case TableClosed():
             return replace(table, seq=seq, closed=True)
     assert table.game is not None
     if isinstance(event, Dealt):
-        return replace(table, seq=seq, game=evolve(table.game, event), deck=event.order)
+        dealt = evolve(table.game, event)
+        return replace(table, seq=seq, game=dealt, deck=event.order, ready=())
     return replace(table, seq=seq, game=evolve(table.game, event))
 
 
@@ -199,8 +213,16 @@ def decide_table(table: TableState, sender: str, command: TableCommand) -> list[
                 invite_code=secrets.token_urlsafe(6) if command.private else "",
                 move_seconds=command.move_seconds,
                 max_timeouts=command.max_timeouts,
+                hand_pause_seconds=command.hand_pause_seconds,
             )
             return [created]
+        case Ready():
+            seat = table.seat_of(sender)
+            if not between_hands(table):
+                raise TableError("there is no hand to wait for now", "table/not_between_hands")
+            if table.ready and table.ready[seat]:
+                raise TableError("you are ready already", "table/already_ready")
+            return [PlayerReady(seat)]
         case Sit(seat=seat):
             _require_created(table)
             if sender in table.seats:
@@ -243,7 +265,7 @@ def chance_records(
     ``DeckRevealed``.
     """
     game = table.game
-    if game is None or is_over(game) or not chance_pending(game):
+    if game is None or is_over(game) or not chance_pending(game) or between_hands(table):
         return []
     event = chance(game, rng)
     if isinstance(event, Dealt):
@@ -256,6 +278,19 @@ def chance_records(
         )
         return [commitment, event]
     return [event]
+
+
+def between_hands(table: TableState) -> bool:
+    """Whether the next deal waits for players' ``ready`` (a table with a hand pause, after a
+    hand of a game that goes on, until every active seat is ready)."""
+    created = table.created
+    game = table.game
+    if created is None or created.hand_pause_seconds <= 0 or game is None or is_over(game):
+        return False
+    if game.phase is not Phase.DEAL or game.hand_number < 1:
+        return False
+    ready = table.ready or (False,) * len(table.seats)
+    return not all(ready[seat] for seat, playing in enumerate(game.active) if playing)
 
 
 def reveal_records(table: TableState, events: list[RecordEvent]) -> list[RecordEvent]:

@@ -11,7 +11,7 @@ from server.engine.game import Phase
 from server.tables.actor import TableActor
 from server.tables.records import TimedOut, decode_record
 from server.tables.store import EventStore
-from server.tables.table import CreateTable, Sit, StartGame, empty_table
+from server.tables.table import CreateTable, Ready, Sit, StartGame, empty_table
 from server.tables.timers import ManualClock, auto_command
 from tests.tables.test_actor import RecordingOutbox
 
@@ -216,4 +216,57 @@ async def test_a_disconnected_player_is_played_for_after_the_grace_period(
     assert actor.due() is None
     actor.set_absent(other, True)
     assert clock.time + 20 == actor.due()
+    await actor.stop()
+
+
+async def test_with_a_hand_pause_the_next_deal_waits_for_everyone_ready(
+    store: EventStore,
+) -> None:
+    """At a table with ``hand_pause_seconds`` the next hand is dealt once every player is
+    ready, or when the pause runs out; ``ready`` at any other time is refused."""
+    clock = ManualClock()
+    actor = TableActor(
+        empty_table("t1"), store, RecordingOutbox(store), clock=clock, rng=random.Random(5)
+    )
+    actor.start()
+    create = CreateTable(variant="knock", seats=2, hand_pause_seconds=60)
+    assert (await actor.submit("p0", create)).ok
+    for seat in range(2):
+        assert (await actor.submit(f"p{seat}", Sit())).ok
+    assert (await actor.submit("p0", StartGame())).ok
+    early = await actor.submit("p0", Ready())
+    assert (False, "table/not_between_hands") == (early.ok, early.code)
+    for pause in range(2):
+        # Play the hand out: knock at once when allowed, else draw and discard.
+        game = actor.table.game
+        assert game is not None
+        hand = game.hand_number
+        while actor.table.game is not None and actor.table.game.hand_number == hand:
+            game = actor.table.game
+            if game.phase is Phase.DEAL or not legal_actions(game, to_move(game)):
+                break
+            seat = to_move(game)
+            actions = legal_actions(game, seat)
+            knocks = [action for action in actions if type(action).__name__ == "Knock"]
+            command = knocks[0] if knocks else auto_command(game, seat)
+            assert (await actor.submit(f"p{seat}", command)).ok
+        game = actor.table.game
+        assert game is not None
+        assert Phase.DEAL == game.phase
+        seq = actor.table.seq
+        if pause == 0:
+            assert (await actor.submit("p1", Ready())).ok
+            again = await actor.submit("p1", Ready())
+            assert (False, "table/already_ready") == (again.ok, again.code)
+            assert (await actor.submit("p0", Ready())).ok
+            assert actor.table.game is not None
+            assert hand + 1 == actor.table.game.hand_number  # dealt once both were ready
+        else:
+            await asyncio.wait_for(clock.wait_for_sleeper(clock.time + 60), WAIT)
+            clock.advance(59)
+            assert seq == actor.table.seq
+            clock.advance(1)
+            await asyncio.wait_for(actor.wait_for_seq(seq + 4), WAIT)
+            assert actor.table.game is not None
+            assert hand + 1 == actor.table.game.hand_number  # the pause ran out
     await actor.stop()
