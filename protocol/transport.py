@@ -3,7 +3,8 @@
 The server, the SDK and the bots all reach the broker through it, so the MQTT client library
 is one choice in one place. It speaks MQTT 3.1.1 (the embedded broker knows no other),
 reconnects with backoff by itself, and subscribes again after every reconnection (sessions
-are clean). asyncio sets TCP_NODELAY on its TCP sockets, so a small message leaves at once.
+are clean). asyncio sets TCP_NODELAY on its TCP sockets, so a small message leaves at once;
+what is published during one pass of the event loop leaves in one write.
 """
 
 from __future__ import annotations
@@ -62,6 +63,29 @@ class Message:
     payload: bytes
     retain: bool = False
     """The broker kept it and replays it to new subscribers (it is not a new message)."""
+
+
+class _Coalescing:
+    """Wraps a socket transport: what is written during one pass of the event loop leaves in
+    one ``send`` (a server answering a command publishes several messages at once)."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._pending: list[bytes] = []
+        self._loop = asyncio.get_running_loop()
+
+    def write(self, data: bytes) -> None:
+        if not self._pending:
+            self._loop.call_soon(self._flush)
+        self._pending.append(data)
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if pending and not self._transport.is_closing():
+            self._transport.write(b"".join(pending))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class Transport:
@@ -181,6 +205,10 @@ class Transport:
 
     def _on_connect(self, client: Any, flags: Any, rc: Any, properties: Any) -> None:
         self.connections += 1
+        protocol: Any = getattr(getattr(client, "_connection", None), "_protocol", None)
+        socket = getattr(protocol, "_transport", None)
+        if socket is not None and not isinstance(socket, _Coalescing):
+            protocol._transport = _Coalescing(socket)  # gmqtt has no hook for this
         if self._subscriptions:
             by_qos: dict[int, list[str]] = {}
             for topic, qos in self._subscriptions.items():

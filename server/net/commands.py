@@ -48,6 +48,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     serve_parser.add_argument("--claim-seconds", type=float, help="claim window length (10)")
     serve_parser.add_argument(
+        "--rate", type=float, help="commands a second each client may send on average (50)"
+    )
+    serve_parser.add_argument("--burst", type=int, help="commands a client may send at once (100)")
+    serve_parser.add_argument(
         "--log-format",
         choices=("auto", "json", "text"),
         default="auto",
@@ -85,6 +89,8 @@ def _command_serve(args: argparse.Namespace) -> int:
         accounts=args.accounts,
         grace_seconds=args.grace_seconds,
         claim_seconds=args.claim_seconds,
+        rate=args.rate,
+        burst=args.burst,
     )
     configure_logging(args.log_format, args.log_level)
     try:

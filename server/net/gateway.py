@@ -159,6 +159,9 @@ class Gateway:
         self._listings: dict[str, TableListing] = {}
         self._absent: set[str] = set()
         self._said: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._cooling: dict[str, tuple[TableState, float] | None] = {}
+        """Tables whose snapshot was published less than ``SNAPSHOT_SECONDS`` ago, with the
+        state to publish when the pause is over."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._reader: asyncio.Task[None] | None = None
         self._started_at = self.clock.now()
@@ -481,6 +484,26 @@ class Gateway:
 
     # Outbound (the tables' outbox) ----------------------------------------------------------
 
+    def _publish_snapshot(
+        self, table: TableState, deadline: float, listing: TableListing | None = None
+    ) -> None:
+        game = table.game
+        snapshot = TableSnapshot(
+            listing or _listing(table),
+            table.seq,
+            view(game) if game is not None else None,
+            deadline,
+        )
+        self.transport.publish(
+            topics.table_state(table.table_id), encode(snapshot), qos=0, retain=True
+        )
+
+    def _cooled(self, table_id: str) -> None:
+        """The snapshot pause of ``table_id`` is over: publish what changed meanwhile."""
+        latest = self._cooling.pop(table_id, None)
+        if latest is not None:
+            self._publish_public(*latest)
+
     async def publish(
         self, before: TableState, seq: int, record: Record, after: TableState
     ) -> None:
@@ -530,16 +553,18 @@ class Gateway:
         self._publish_public(table, deadline)
 
     def _publish_public(self, table: TableState, deadline: float) -> None:
-        """The retained snapshot of ``table`` and, when it changed, its lobby listing."""
-        game = table.game
+        """The retained snapshot of ``table`` (at most every ``SNAPSHOT_SECONDS``, the latest
+        one last) and, when it changed, its lobby listing (at once, with a snapshot)."""
         listing = _listing(table)
-        snapshot = TableSnapshot(
-            listing, table.seq, view(game) if game is not None else None, deadline
-        )
-        self.transport.publish(
-            topics.table_state(table.table_id), encode(snapshot), qos=0, retain=True
-        )
-        if self._listings.get(table.table_id) != listing:
+        changed = self._listings.get(table.table_id) != listing
+        if table.table_id in self._cooling and not changed:
+            self._cooling[table.table_id] = (table, deadline)
+            return
+        self._publish_snapshot(table, deadline, listing)
+        if table.table_id not in self._cooling:
+            self._cooling[table.table_id] = None
+            asyncio.get_running_loop().call_later(SNAPSHOT_SECONDS, self._cooled, table.table_id)
+        if changed:
             self._listings[table.table_id] = listing
             _events.info(
                 "table",
@@ -557,6 +582,10 @@ class Gateway:
                 qos=1,
                 retain=True,
             )
+
+
+SNAPSHOT_SECONDS = 0.5
+"""A table's retained snapshot is republished at most this often (and after its last change)."""
 
 
 def _legal(state: TableState, seat: int) -> tuple[GameCommand, ...]:

@@ -64,11 +64,20 @@ class ServeConfig:
             ("accounts", str),
             ("grace_seconds", float),
             ("claim_seconds", float),
+            ("rate", float),
+            ("burst", int),
         ):
             text = env.get(f"RAMINO_{name.upper()}")
             if text:
                 values[name] = cast(text)
         values.update({key: value for key, value in overrides.items() if value is not None})
+        rate, burst = values.pop("rate", None), values.pop("burst", None)
+        if rate is not None or burst is not None:
+            defaults = Limits()
+            values["limits"] = Limits(
+                rate=float(rate if rate is not None else defaults.rate),  # type: ignore[arg-type]
+                burst=int(burst if burst is not None else defaults.burst),  # type: ignore[call-overload]
+            )
         return cls(**values)  # type: ignore[arg-type]
 
 

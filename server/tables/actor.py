@@ -316,27 +316,20 @@ class TableActor:
             self._poke.clear()
             seq = self.table.seq
             due = self.due()
-            waits = {
-                asyncio.create_task(self._wait_past(seq)),
-                asyncio.create_task(self._poke.wait()),
-            }
-            sleeper = None
-            if due is not None:
-                sleeper = asyncio.create_task(self.clock.sleep_until(due))
-                waits.add(sleeper)
+            if due is None:
+                await self._poke.wait()  # no timer runs: wait for the next change
+                continue
+            sleeper = asyncio.ensure_future(self.clock.sleep_until(due))
+            poked = asyncio.ensure_future(self._poke.wait())
             try:
-                done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({sleeper, poked}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                for task in waits:
-                    task.cancel()
-            if sleeper is not None and sleeper in done and self.table.seq == seq:
+                sleeper.cancel()
+                poked.cancel()
+            if sleeper.done() and not sleeper.cancelled() and self.table.seq == seq:
                 ran = asyncio.get_running_loop().create_future()
                 await self._jobs.put(_Timeout(seq, ran))
                 await ran  # the table moved, or nothing was due after all
-
-    async def _wait_past(self, seq: int) -> None:
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.table.seq != seq)
 
     async def submit(
         self,
@@ -507,6 +500,7 @@ class TableActor:
             async with self._changed:
                 self.table = after
                 self._changed.notify_all()
+            self._poke.set()  # the timer works its deadline out again
             await self.outbox.publish(before, after.seq, record, after)
         await self.outbox.flush(self.table)
         if (
