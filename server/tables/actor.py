@@ -205,6 +205,9 @@ class TableActor:
         self.new_salt = new_salt or (lambda: secrets.token_hex(16))
         self.claim_seconds = claim_seconds
         self.last_at = self.clock.now() if last_at is None else last_at
+        self._born_here = table.seq == 0
+        """The table's whole log was written by this actor: every id it holds is in ``_ids``."""
+        self._ids: set[str] = set()
         """Time of the table's last event: the timers count from it."""
         self._jobs: asyncio.Queue[_Job | _Timeout | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
@@ -376,7 +379,7 @@ class TableActor:
 
     async def _handle(self, job: _Job) -> Reply:
         table = self.table
-        if job.command_id:
+        if job.command_id and (not self._born_here or job.command_id in self._ids):
             seqs = await self.store.command_seqs(table.table_id, job.command_id)
             if seqs is not None:
                 return Reply(True, job.command_id, seqs[1], seqs[0], duplicate=True)
@@ -399,6 +402,7 @@ class TableActor:
                 await self.store.save_refusal(
                     table.table_id, job.command_id, _REPLY_ENCODER.encode(refusal)
                 )
+                self._ids.add(job.command_id)
             return refusal
         first = table.seq + 1
         await self._append(events, job.command_id)
@@ -495,6 +499,7 @@ class TableActor:
         rows = [NewEvent(encode_record(record.event, record.game), now) for record, _, _ in pending]
         summary = _summary(table)
         await self.store.append(self.table.table_id, self.table.seq, rows, command_id, summary)
+        self._ids.add(command_id)
         self.last_at = now
         for record, before, after in pending:
             async with self._changed:
