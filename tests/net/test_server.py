@@ -12,6 +12,7 @@ from protocol import topics
 from protocol.codec import decode_snapshot, encode
 from protocol.game import DrawStock
 from protocol.messages import Request
+from protocol.transport import Message
 from server.engine import VARIANTS
 from server.tables.timers import ManualClock
 from tests.net.conftest import BrokerUnderTest, client_for, ensure_users, serving
@@ -203,3 +204,43 @@ async def test_the_retained_snapshot_serves_a_late_spectator(
     assert snapshot.view is not None
     assert () == snapshot.view.hand
     assert (10, 10) == snapshot.view.hand_sizes
+
+
+async def test_the_retained_snapshot_catches_up_after_a_burst_of_moves(
+    broker: BrokerUnderTest, tmp_path: Path
+) -> None:
+    """Snapshots are published at most twice a second, but the last state always follows."""
+    await ensure_users(broker, ["alice", "bob", "carol"])
+    seen = Inbox("carol")
+    async with serving(broker, tmp_path) as server:
+        alice, bob = client_for(broker, "alice"), client_for(broker, "bob")
+        carol = client_for(broker, "carol", tap=seen)
+        for client in (alice, bob, carol):
+            await client.connect()
+        try:
+            table = await start_table([alice, bob], "basic")
+            carol.transport.subscribe(topics.table_state(table))
+            bob_moves = asyncio.create_task(play_seat(bob, table, 2, stop_at_seq=30))
+            await play_seat(alice, table, 1, stop_at_seq=30)
+            await bob_moves
+            final = server.service.actors[table].table.seq
+            state = topics.table_state(table)
+            caught_up = asyncio.Event()
+
+            def watch(message: Message) -> None:
+                seen(message)
+                if message.topic == state and decode_snapshot(message.payload).seq == final:
+                    caught_up.set()
+
+            carol.transport.tap = watch
+            for message in list(seen.messages):  # it may have come already
+                if message.topic == state and decode_snapshot(message.payload).seq == final:
+                    caught_up.set()
+            async with asyncio.timeout(10):
+                await caught_up.wait()
+        finally:
+            for client in (alice, bob, carol):
+                await client.close()
+    snapshots = [decode_snapshot(m.payload).seq for m in seen.messages if m.topic == state]
+    assert final == snapshots[-1]
+    assert len(snapshots) < final - 12  # fewer snapshots than moves
