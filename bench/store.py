@@ -29,9 +29,9 @@ three tables, every figure measured in that run:
 Targets, at 1,000 tables: the store reaches at least 70% of the like-for-like raw batched rate,
 and the append p99 the caller sees is under 10 ms (the store's commit p99 is judged too); that
 case runs ``--repeats`` times, each right before its raw reference, and the medians are judged. A
-missed target is followed by a look at where the time goes: for SQLite, raw runs that add the
-store's per-append SQL step by step; then a short ``cProfile`` of that case (the event loop
-thread and, for SQLite, the writer thread). ``--no-profile`` skips it.
+missed target is followed by a look at where the time goes: raw runs that add the store's SQL
+step by step; then a short ``cProfile`` of that case (the event loop thread and, for SQLite,
+the writer thread). ``--no-profile`` skips it.
 """
 
 from __future__ import annotations
@@ -173,6 +173,9 @@ class NullOutbox:
         self, before: TableState, seq: int, record: Record, after: TableState
     ) -> None:
         """Drop the record."""
+
+    async def flush(self, table: TableState) -> None:
+        """Nothing to flush."""
 
 
 @dataclass
@@ -541,14 +544,12 @@ _SQLITE_UPSERT_TABLES = (
 SQLITE_LADDER: tuple[tuple[str, frozenset[str]], ...] = (
     ("events: one executemany per batch", frozenset()),
     ("+ summaries: one executemany per batch", frozenset({"summaries"})),
-    ("statements per append instead", frozenset({"summaries", "per_append"})),
-    ("+ SELECT max(seq) per append", frozenset({"summaries", "per_append", "check"})),
     (
-        "+ SAVEPOINT/RELEASE per append (the store's SQL)",
-        frozenset({"summaries", "per_append", "check", "savepoint"}),
+        "+ PRAGMA data_version per batch (the store's SQL)",
+        frozenset({"summaries", "check"}),
     ),
 )
-"""Raw SQLite runs that add, one by one, what the store's transaction does per append."""
+"""Raw SQLite runs that add, one by one, what the store's transaction does."""
 
 
 def raw_sqlite(
@@ -562,42 +563,25 @@ def raw_sqlite(
 ) -> RawResult:
     """Plain ``sqlite3`` batches into the store's schema at ``path``: ``warmup``, then ``seconds``.
 
-    ``steps``: ``summaries`` writes the summary rows too; ``per_append`` issues the statements
-    append by append (as the store does) rather than once per batch; ``check`` adds the
-    store's ``max(seq)`` query and ``savepoint`` its savepoint around each append.
+    ``steps``: ``summaries`` writes the summary rows too; ``check`` adds the store's seq check
+    when its cache of last seqs is warm: one ``PRAGMA data_version`` per batch.
     """
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=FULL")
     batches = RawBatches(stream, tables, average)
-    summaries, per_append = "summaries" in steps, "per_append" in steps
-    check, savepoint = "check" in steps, "savepoint" in steps
+    summaries, check = "summaries" in steps, "check" in steps
 
     def write_batch() -> int:
-        events = 0
         connection.execute("BEGIN IMMEDIATE")
-        if per_append:
-            for index, (table_id, rows, summary) in enumerate(batches.next_appends()):
-                if savepoint:
-                    connection.execute(f"SAVEPOINT r{index}")
-                if check:
-                    connection.execute(
-                        "SELECT MAX(seq) FROM events WHERE table_id = ?", (table_id,)
-                    ).fetchone()
-                connection.executemany(_SQLITE_INSERT_EVENTS, rows)
-                if summaries and summary is not None:
-                    connection.execute(_SQLITE_UPSERT_TABLES, summary)
-                if savepoint:
-                    connection.execute(f"RELEASE r{index}")
-                events += len(rows)
-        else:
-            rows, summary_rows = batches.next()
-            connection.executemany(_SQLITE_INSERT_EVENTS, rows)
-            if summaries:
-                connection.executemany(_SQLITE_UPSERT_TABLES, summary_rows)
-            events += len(rows)
+        if check:
+            connection.execute("PRAGMA data_version").fetchone()
+        rows, summary_rows = batches.next()
+        connection.executemany(_SQLITE_INSERT_EVENTS, rows)
+        if summaries:
+            connection.executemany(_SQLITE_UPSERT_TABLES, summary_rows)
         connection.execute("COMMIT")
-        return events
+        return len(rows)
 
     try:
         deadline = time.perf_counter() + warmup
@@ -637,9 +621,9 @@ _TABLE_LOCKS = 0x52616D69
 _RAW_LOCK_TABLES = "SELECT count(pg_advisory_xact_lock($1, key)) FROM unnest($2::int4[]) AS key"
 
 _RAW_LAST_SEQS = """
-SELECT t.table_id,
-       COALESCE((SELECT max(e.seq) FROM events AS e WHERE e.table_id = t.table_id), 0)
-FROM unnest($1::text[]) AS t (table_id)
+SELECT u.table_id,
+       COALESCE(t.last_seq, (SELECT max(e.seq) FROM events AS e WHERE e.table_id = u.table_id), 0)
+FROM unnest($1::text[]) AS u (table_id) LEFT JOIN tables AS t ON t.table_id = u.table_id
 """
 
 POSTGRES_LADDER: tuple[tuple[str, frozenset[str]], ...] = (
@@ -647,7 +631,7 @@ POSTGRES_LADDER: tuple[tuple[str, frozenset[str]], ...] = (
     ("+ summaries: one upsert ... unnest per batch", frozenset({"summaries"})),
     ("+ advisory lock on the batch's tables", frozenset({"summaries", "lock"})),
     (
-        "+ read their last seqs (the store's SQL)",
+        "+ last seqs from tables.last_seq (the store's SQL)",
         frozenset({"summaries", "lock", "heads"}),
     ),
 )
@@ -1134,7 +1118,7 @@ async def raw_reference(
 async def ladder(
     result: StoreResult, admin_url: str, stream: Sequence[Append], warmup: float, seconds: float
 ) -> None:
-    """Raw runs adding the store's per-batch or per-append work step by step, then the store."""
+    """Raw runs adding the store's SQL step by step, then the store."""
     average = result.measured.batch
     steps = SQLITE_LADDER if result.store == "sqlite" else POSTGRES_LADDER
     print(f"raw {result.store}, batches of {average:.1f} appends, adding the store's work:")

@@ -5,10 +5,22 @@ requests on a queue and await a future. The writer takes the first request, then
 is queued (and, with ``max_delay`` > 0, whatever arrives within that many seconds), up to
 ``max_batch`` requests, and commits them in one ``BEGIN IMMEDIATE`` transaction. Requests that
 arrive while a commit is syncing wait for the next one, so under load transactions grow by
-themselves while a lone append is not delayed. Each request runs inside its own savepoint, so
-a request that conflicts (its ``after_seq`` is not the table's last ``seq``) is rolled back
-alone and fails with ``SeqConflict`` while the others commit. Only after ``COMMIT`` returns,
-with the WAL synced, are the futures resolved: an acknowledged append survives ``kill -9``.
+themselves while a lone append is not delayed.
+
+Inside the transaction the writer first learns the last ``seq`` of every table the batch
+appends to, then checks the appends in queue order in Python (``plan_appends``): an append
+whose ``after_seq`` is not its table's last ``seq`` (counting the appends before it in the
+batch) fails alone with ``SeqConflict``, the others get their seqs, and everything is written
+with one ``executemany`` per kind of row. The last seqs come from a cache the writer keeps of
+what it committed; ``PRAGMA data_version`` tells whether another connection (another process)
+has committed since, and then the cache is dropped and the seqs are read again. Tables not in
+the cache are read with ``max(seq)``. Should a row still break a key (a writer that skips these
+checks), the transaction is redone request by request, each in its own savepoint, so only the
+offending request fails.
+
+Only after ``COMMIT`` returns, with the WAL synced, are the callers answered, with one
+``call_soon_threadsafe`` per batch (and event loop): an acknowledged append survives
+``kill -9``.
 
 Reads go to a second connection on a reader thread; WAL lets them run while the writer works.
 Several processes may share the file: ``BEGIN IMMEDIATE`` serialises their writers and the
@@ -19,6 +31,7 @@ the same ``seq``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import queue
 import sqlite3
@@ -27,10 +40,19 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from server.tables.errors import SeqConflict, StoreClosed
-from server.tables.store import NewEvent, Snapshot, StoredEvent, StoreStats, TableSummary
+from server.tables.store import (
+    BatchPlan,
+    NewEvent,
+    Snapshot,
+    StoredEvent,
+    StoreStats,
+    TableSummary,
+    plan_appends,
+    seats_json,
+)
 
 __all__ = ["SqliteStore"]
 
@@ -80,34 +102,53 @@ def _connect(path: str) -> sqlite3.Connection:
     return connection
 
 
-@dataclass
+_HEADS_CACHED = 100_000
+"""The most tables whose last seq the writer remembers (beyond that it starts over)."""
+
+_INSERT_EVENTS = (
+    "INSERT INTO events (table_id, seq, at, command_id, payload) VALUES (?, ?, ?, ?, ?)"
+)
+_REPLACE_TABLES = (
+    "INSERT OR REPLACE INTO tables (table_id, variant, status, seats, last_seq, updated_at)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+_UPDATE_TABLES = "UPDATE tables SET last_seq = ?, updated_at = ? WHERE table_id = ?"
+_REPLACE_SNAPSHOTS = "INSERT OR REPLACE INTO snapshots (table_id, seq, payload) VALUES (?, ?, ?)"
+_INSERT_REFUSALS = "INSERT OR IGNORE INTO refusals (table_id, command_id, payload) VALUES (?, ?, ?)"
+_LAST_SEQ = "SELECT MAX(seq) FROM events WHERE table_id = ?"
+
+
+@dataclass(slots=True)
 class _Append:
     table_id: str
     after_seq: int
     events: Sequence[NewEvent]
     command_id: str
     summary: TableSummary | None
-    done: Callable[[BaseException | None, int], None]
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[int]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Snapshot:
     table_id: str
     seq: int
     payload: bytes
-    done: Callable[[BaseException | None, int], None]
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[int]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Refusal:
     table_id: str
     command_id: str
     payload: bytes
-    done: Callable[[BaseException | None, int], None]
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[int]
 
 
-_STOP = object()
-_Done = Callable[[BaseException | None, int], None]
+_Request = _Append | _Snapshot | _Refusal
+_Answer = tuple[asyncio.Future[int], BaseException | None, int]
 
 
 class SqliteStore:
@@ -118,8 +159,11 @@ class SqliteStore:
         self.max_delay = max_delay
         self.max_batch = int(max_batch)
         self.stats = StoreStats()
-        self._requests: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._requests: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
         self._closed = False
+        # The writer's cache of last seqs, trusted while PRAGMA data_version stays this value.
+        self._heads: dict[str, int] = {}
+        self._data_version: int | None = None
         self._writer_connection = _connect(path)
         self._writer_connection.executescript(_SCHEMA)
         self._writer_connection.execute(
@@ -151,21 +195,24 @@ class SqliteStore:
         summary: TableSummary | None = None,
     ) -> int:
         """See ``EventStore.append``."""
-        future = self._future()
-        self._submit(_Append(table_id, after_seq, events, command_id, summary, future.done))
-        return await future.result
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[int] = loop.create_future()
+        self._submit(_Append(table_id, after_seq, events, command_id, summary, loop, future))
+        return await future
 
     async def save_snapshot(self, table_id: str, seq: int, payload: bytes) -> None:
         """See ``EventStore.save_snapshot``."""
-        future = self._future()
-        self._submit(_Snapshot(table_id, seq, payload, future.done))
-        await future.result
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._submit(_Snapshot(table_id, seq, payload, loop, future))
+        await future
 
     async def save_refusal(self, table_id: str, command_id: str, payload: bytes) -> None:
         """See ``EventStore.save_refusal``."""
-        future = self._future()
-        self._submit(_Refusal(table_id, command_id, payload, future.done))
-        await future.result
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._submit(_Refusal(table_id, command_id, payload, loop, future))
+        await future
 
     async def refusal(self, table_id: str, command_id: str) -> bytes | None:
         """See ``EventStore.refusal``."""
@@ -179,20 +226,16 @@ class SqliteStore:
 
         return await self._read(query)
 
-    def _submit(self, request: object) -> None:
+    def _submit(self, request: _Request) -> None:
         if self._closed:
             raise StoreClosed("the event store is closed")
         self._requests.put(request)
-
-    @staticmethod
-    def _future() -> _Waiter:
-        return _Waiter(asyncio.get_running_loop())
 
     def _write_loop(self) -> None:
         connection = self._writer_connection
         while True:
             first = self._requests.get()
-            if first is _STOP:
+            if first is None:  # close() asks the writer to stop
                 return
             batch = [first]
             deadline = time.monotonic() + self.max_delay
@@ -207,7 +250,7 @@ class SqliteStore:
                     )
                 except queue.Empty:
                     break
-                if request is _STOP:
+                if request is None:
                     stop = True
                     break
                 batch.append(request)
@@ -215,93 +258,108 @@ class SqliteStore:
             if stop:
                 return
 
-    def _commit(self, connection: sqlite3.Connection, batch: list[object]) -> None:
-        outcomes: list[tuple[_Done, BaseException | None, int]] = []
+    def _commit(self, connection: sqlite3.Connection, batch: list[_Request]) -> None:
         started = time.perf_counter()
         try:
-            connection.execute("BEGIN IMMEDIATE")
-            for index, request in enumerate(batch):
-                savepoint = f"r{index}"
-                connection.execute(f"SAVEPOINT {savepoint}")
-                try:
-                    if isinstance(request, _Append):
-                        result = self._apply_append(connection, request)
-                        outcomes.append((request.done, None, result))
-                    elif isinstance(request, _Snapshot):
-                        connection.execute(
-                            "INSERT OR REPLACE INTO snapshots (table_id, seq, payload)"
-                            " VALUES (?, ?, ?)",
-                            (request.table_id, request.seq, request.payload),
-                        )
-                        outcomes.append((request.done, None, request.seq))
-                    elif isinstance(request, _Refusal):
-                        connection.execute(
-                            "INSERT OR IGNORE INTO refusals (table_id, command_id, payload)"
-                            " VALUES (?, ?, ?)",
-                            (request.table_id, request.command_id, request.payload),
-                        )
-                        outcomes.append((request.done, None, 0))
-                    connection.execute(f"RELEASE {savepoint}")
-                except (SeqConflict, sqlite3.IntegrityError) as error:
-                    connection.execute(f"ROLLBACK TO {savepoint}")
-                    connection.execute(f"RELEASE {savepoint}")
-                    assert isinstance(request, _Append | _Snapshot | _Refusal)
-                    outcomes.append((request.done, _as_conflict(error, request), 0))
-            connection.execute("COMMIT")
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+                answers, heads = self._write(connection, batch)
+                connection.execute("COMMIT")
+            except sqlite3.IntegrityError:
+                # Only a writer that skips the seq check can break a key: find the culprit.
+                connection.execute("ROLLBACK")
+                self._heads.clear()
+                connection.execute("BEGIN IMMEDIATE")
+                answers, heads = self._write_one_by_one(connection, batch)
+                connection.execute("COMMIT")
         except BaseException as error:  # the whole transaction failed: nothing was written
+            self._heads.clear()
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
-            for request in batch:
-                assert isinstance(request, _Append | _Snapshot | _Refusal)
-                request.done(error, 0)
+            _answer([(request.loop, (request.future, error, 0)) for request in batch])
             return
+        if len(self._heads) + len(heads) > _HEADS_CACHED:
+            self._heads.clear()
+        self._heads.update(heads)
         self.stats.transactions += 1
         self.stats.appends += len(batch)
         self.stats.commit_seconds.append(time.perf_counter() - started)
-        for done, failure, result in outcomes:
-            done(failure, result)
+        _answer(answers)
 
-    @staticmethod
-    def _apply_append(connection: sqlite3.Connection, request: _Append) -> int:
-        row = connection.execute(
-            "SELECT MAX(seq) FROM events WHERE table_id = ?", (request.table_id,)
-        ).fetchone()
-        current = row[0] or 0
-        if current != request.after_seq:
-            raise SeqConflict(
-                f"table {request.table_id!r} is at seq {current}, not {request.after_seq}",
-                current,
-            )
-        seq = request.after_seq
-        rows = []
-        for event in request.events:
-            seq += 1
-            rows.append((request.table_id, seq, event.at, request.command_id, event.payload))
-        connection.executemany(
-            "INSERT INTO events (table_id, seq, at, command_id, payload) VALUES (?, ?, ?, ?, ?)",
-            rows,
-        )
-        summary = request.summary
-        if summary is not None:
-            connection.execute(
-                "INSERT OR REPLACE INTO tables"
-                " (table_id, variant, status, seats, last_seq, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    request.table_id,
-                    summary.variant,
-                    summary.status,
-                    json.dumps(list(summary.seats)),
-                    seq,
-                    request.events[-1].at if request.events else summary.updated_at,
-                ),
-            )
-        elif request.events:
-            connection.execute(
-                "UPDATE tables SET last_seq = ?, updated_at = ? WHERE table_id = ?",
-                (seq, request.events[-1].at, request.table_id),
-            )
-        return seq
+    def _last_seqs(self, connection: sqlite3.Connection, table_ids: set[str]) -> dict[str, int]:
+        """The last seq of each of ``table_ids``; the caller holds the write lock."""
+        (version,) = connection.execute("PRAGMA data_version").fetchone()
+        if version != self._data_version:  # another connection has committed since our last
+            self._heads.clear()
+            self._data_version = version
+        cached = self._heads
+        heads: dict[str, int] = {}
+        for table_id in table_ids:
+            last = cached.get(table_id)
+            if last is None:
+                (last,) = connection.execute(_LAST_SEQ, (table_id,)).fetchone()
+            heads[table_id] = last or 0
+        return heads
+
+    def _write(
+        self, connection: sqlite3.Connection, batch: list[_Request]
+    ) -> tuple[list[tuple[asyncio.AbstractEventLoop, _Answer]], dict[str, int]]:
+        """Check and write ``batch`` with one statement per kind of row; return the answers
+        and the last seqs it leaves its tables at."""
+        appends: list[_Append] = []
+        snapshots: list[tuple[str, int, bytes]] = []
+        refusals: list[tuple[str, str, bytes]] = []
+        for request in batch:
+            if type(request) is _Append:
+                appends.append(request)
+            elif type(request) is _Snapshot:
+                snapshots.append((request.table_id, request.seq, request.payload))
+            elif type(request) is _Refusal:
+                refusals.append((request.table_id, request.command_id, request.payload))
+        heads = self._last_seqs(connection, {request.table_id for request in appends})
+        plan = plan_appends(appends, heads)
+        _write_plan(connection, plan)
+        if snapshots:
+            connection.executemany(_REPLACE_SNAPSHOTS, snapshots)
+        if refusals:
+            connection.executemany(_INSERT_REFUSALS, refusals)
+        answers: list[tuple[asyncio.AbstractEventLoop, _Answer]] = []
+        outcomes = iter(plan.outcomes)
+        for request in batch:
+            if type(request) is _Append:
+                outcome = next(outcomes)
+                if isinstance(outcome, SeqConflict):
+                    answers.append((request.loop, (request.future, outcome, 0)))
+                else:
+                    answers.append((request.loop, (request.future, None, outcome)))
+            elif type(request) is _Snapshot:
+                answers.append((request.loop, (request.future, None, request.seq)))
+            else:
+                answers.append((request.loop, (request.future, None, 0)))
+        return answers, heads
+
+    def _write_one_by_one(
+        self, connection: sqlite3.Connection, batch: list[_Request]
+    ) -> tuple[list[tuple[asyncio.AbstractEventLoop, _Answer]], dict[str, int]]:
+        """The slow path after a broken key: each request in its own savepoint."""
+        answers: list[tuple[asyncio.AbstractEventLoop, _Answer]] = []
+        heads: dict[str, int] = {}
+        for request in batch:
+            connection.execute("SAVEPOINT request")
+            try:
+                answer, request_heads = self._write(connection, [request])
+            except sqlite3.IntegrityError as error:
+                connection.execute("ROLLBACK TO request")
+                conflict = SeqConflict(
+                    f"table {request.table_id!r}: that seq is already taken ({error})", -1
+                )
+                answers.append((request.loop, (request.future, conflict, 0)))
+            else:
+                answers.extend(answer)
+                heads.update(request_heads)
+            finally:
+                connection.execute("RELEASE request")
+        return answers, heads
 
     # Reading ---------------------------------------------------------------------------------
 
@@ -385,33 +443,51 @@ class SqliteStore:
         if self._closed:
             return
         self._closed = True
-        self._requests.put(_STOP)
+        self._requests.put(None)
         await asyncio.to_thread(self._writer.join)
         self._reader.shutdown(wait=True)
         self._writer_connection.close()
         self._reader_connection.close()
 
 
-class _Waiter:
-    """A future resolved from the writer thread."""
+def _write_plan(connection: sqlite3.Connection, plan: BatchPlan) -> None:
+    """Write the rows of ``plan``: events, whole summaries, then the tables that moved on."""
+    if plan.events:
+        connection.executemany(_INSERT_EVENTS, plan.events)
+    if plan.summaries:
+        connection.executemany(
+            _REPLACE_TABLES,
+            [
+                (table_id, summary.variant, summary.status, seats_json(summary.seats), last, at)
+                for table_id, (summary, last, at) in plan.summaries.items()
+            ],
+        )
+    if plan.touched:
+        connection.executemany(
+            _UPDATE_TABLES,
+            [(last, at, table_id) for table_id, (last, at) in plan.touched.items()],
+        )
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self.result: asyncio.Future[int] = loop.create_future()
 
-    def done(self, error: BaseException | None, value: int) -> None:
-        self._loop.call_soon_threadsafe(self._settle, error, value)
-
-    def _settle(self, error: BaseException | None, value: int) -> None:
-        if self.result.done():
-            return
-        if error is not None:
-            self.result.set_exception(error)
+def _answer(answers: list[tuple[asyncio.AbstractEventLoop, _Answer]]) -> None:
+    """Hand the answers to their event loops: one wake-up per loop, not one per request."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Answer]] = {}
+    for loop, answer in answers:
+        settled = by_loop.get(loop)
+        if settled is None:
+            by_loop[loop] = [answer]
         else:
-            self.result.set_result(value)
+            settled.append(answer)
+    for loop, settled in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            loop.call_soon_threadsafe(_settle, settled)
 
 
-def _as_conflict(error: Exception, request: Any) -> BaseException:
-    if isinstance(error, SeqConflict):
-        return error
-    return SeqConflict(f"table {request.table_id!r}: that seq is already taken ({error})", -1)
+def _settle(answers: list[_Answer]) -> None:
+    for future, error, value in answers:
+        if future.done():  # the caller gave up waiting
+            continue
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)

@@ -13,13 +13,15 @@ one transaction, and each caller is answered only after that transaction is dura
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import msgspec
 
-from server.tables.errors import StoreConfigError
+from server.tables.errors import SeqConflict, StoreConfigError
 
 __all__ = [
     "EventStore",
@@ -134,6 +136,96 @@ class EventStore(Protocol):
     async def close(self) -> None:
         """Finish pending writes and release the backend."""
         ...
+
+
+# For the backends: checking a group-commit batch against the tables' last seqs -----------------
+
+
+class AppendRequest(Protocol):
+    """What a backend's queued append carries (its own class adds how to answer the caller)."""
+
+    @property
+    def table_id(self) -> str: ...
+    @property
+    def after_seq(self) -> int: ...
+    @property
+    def events(self) -> Sequence[NewEvent]: ...
+    @property
+    def command_id(self) -> str: ...
+    @property
+    def summary(self) -> TableSummary | None: ...
+
+
+EventRow = tuple[str, int, float, str, bytes]
+"""``(table_id, seq, at, command_id, payload)``: one row of ``events``."""
+
+
+@dataclass(slots=True)
+class BatchPlan:
+    """The rows a batch of appends writes, and each append's answer, as ``plan_appends`` made.
+
+    ``summaries`` and ``touched`` name disjoint tables: a table whose summary the batch writes
+    is in ``summaries`` only (with the seq and time the batch leaves it at).
+    """
+
+    outcomes: list[int | SeqConflict]
+    """Per append, in order: its new last seq, or the conflict that refuses it."""
+    events: list[EventRow]
+    summaries: dict[str, tuple[TableSummary, int, float]]
+    """table_id -> (summary, last_seq, updated_at): the ``tables`` row to write whole."""
+    touched: dict[str, tuple[int, float]]
+    """table_id -> (last_seq, updated_at): ``tables`` rows that only move on."""
+    conflicts: int = 0
+
+
+def plan_appends(appends: Sequence[AppendRequest], heads: dict[str, int]) -> BatchPlan:
+    """Check ``appends`` in order against ``heads`` (table_id -> last seq) and lay out the rows.
+
+    An append whose ``after_seq`` is not its table's last seq, counting the appends before it
+    in the batch, is refused alone with ``SeqConflict``; the others get consecutive seqs.
+    ``heads`` must hold every table of ``appends`` and is left at the seqs the batch reaches.
+    """
+    outcomes: list[int | SeqConflict] = []
+    rows: list[EventRow] = []
+    summaries: dict[str, tuple[TableSummary, int, float]] = {}
+    touched: dict[str, tuple[int, float]] = {}
+    conflicts = 0
+    for request in appends:
+        table_id = request.table_id
+        current = heads[table_id]
+        if request.after_seq != current:
+            outcomes.append(
+                SeqConflict(
+                    f"table {table_id!r} is at seq {current}, not {request.after_seq}", current
+                )
+            )
+            conflicts += 1
+            continue
+        seq = current
+        command_id = request.command_id
+        events = request.events
+        for event in events:
+            seq += 1
+            rows.append((table_id, seq, event.at, command_id, event.payload))
+        heads[table_id] = seq
+        summary = request.summary
+        if summary is not None:
+            summaries[table_id] = (summary, seq, events[-1].at if events else summary.updated_at)
+            touched.pop(table_id, None)
+        elif events:
+            written = summaries.get(table_id)
+            if written is not None:
+                summaries[table_id] = (written[0], seq, events[-1].at)
+            else:
+                touched[table_id] = (seq, events[-1].at)
+        outcomes.append(seq)
+    return BatchPlan(outcomes, rows, summaries, touched, conflicts)
+
+
+@functools.lru_cache(maxsize=4096)
+def seats_json(seats: tuple[str, ...]) -> str:
+    """``seats`` as the JSON array the stores keep (cached: a table's seats rarely change)."""
+    return json.dumps(list(seats))
 
 
 async def open_store(url: str, **options: float) -> EventStore:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
@@ -126,3 +127,141 @@ async def test_a_closed_store_refuses_appends(store_url: str) -> None:
     await opened.close()
     with pytest.raises(StoreClosed):
         await opened.append("t1", 0, _events(b"a"))
+
+
+async def test_appends_queued_together_are_checked_in_order(store: EventStore) -> None:
+    """Appends that share a transaction build on each other in queue order; a stale one
+    among them fails alone."""
+    summary = TableSummary("t1", "basic", "playing", ("ann", "bob"))
+    results = await asyncio.gather(
+        store.append("t1", 0, _events(b"a"), summary=summary),
+        store.append("t1", 1, _events(b"b", b"c")),
+        store.append("t2", 0, _events(b"x")),
+        store.append("t1", 1, _events(b"stale")),
+        store.append("t1", 3, _events(b"d", at=9.0)),
+        return_exceptions=True,
+    )
+    assert [1, 3, 1] == list(results[:3])
+    assert isinstance(results[3], SeqConflict)
+    assert 4 == results[4]
+    assert [b"a", b"b", b"c", b"d"] == [row.payload for row in await store.read("t1")]
+    listed = {table.table_id: (table.last_seq, table.updated_at) for table in await store.tables()}
+    assert {"t1": (4, 9.0)} == listed
+
+
+async def test_an_append_without_events_writes_its_summary_and_keeps_the_seq(
+    store: EventStore,
+) -> None:
+    """An empty append checks the seq like any other, writes the summary and returns the seq."""
+    await store.append("t1", 0, _events(b"a"))
+    summary = TableSummary("t1", "gin", "waiting", ("cy",), updated_at=7.0)
+    assert 1 == await store.append("t1", 1, [], summary=summary)
+    with pytest.raises(SeqConflict):
+        await store.append("t1", 0, [], summary=summary)
+    listed = await store.tables()
+    assert [("t1", "gin", "waiting", ("cy",), 1, 7.0)] == [
+        (t.table_id, t.variant, t.status, t.seats, t.last_seq, t.updated_at) for t in listed
+    ]
+
+
+async def test_two_stores_on_one_database_see_each_others_appends(store_url: str) -> None:
+    """A second writer's appends move the seq for the first: it accepts the new seq and refuses
+    the one it last wrote itself."""
+    first = await open_store(store_url)
+    second = await open_store(store_url)
+    try:
+        summary = TableSummary("t1", "basic", "playing", ("ann", "bob"))
+        assert 1 == await first.append("t1", 0, _events(b"a"), summary=summary)
+        assert 2 == await second.append("t1", 1, _events(b"b"), summary=summary)
+        with pytest.raises(SeqConflict) as caught:
+            await first.append("t1", 1, _events(b"stale"), summary=summary)
+        assert 2 == caught.value.current
+        assert 3 == await first.append("t1", 2, _events(b"c"), summary=summary)
+        assert 4 == await second.append("t1", 3, _events(b"d"))
+        assert [b"a", b"b", b"c", b"d"] == [row.payload for row in await first.read("t1")]
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def _insert_behind_the_store(url: str, table_id: str, seq: int, payload: bytes) -> None:
+    """Write an event row directly, as a hand-written INSERT would (no summary update)."""
+    if url.startswith("sqlite://"):
+        import sqlite3
+
+        path = url.removeprefix("sqlite://")
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as connection:
+            connection.execute(
+                "INSERT INTO events (table_id, seq, at, command_id, payload)"
+                " VALUES (?, ?, 0, '', ?)",
+                (table_id, seq, payload),
+            )
+        return
+    import asyncpg
+
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute(
+            "INSERT INTO events (table_id, seq, at, command_id, payload)"
+            " VALUES ($1, $2, 0, '', $3)",
+            table_id,
+            seq,
+            payload,
+        )
+    finally:
+        await connection.close()
+
+
+async def test_rows_written_behind_the_stores_back_still_decide_the_seq(
+    store: EventStore, store_url: str
+) -> None:
+    """An event inserted by hand (its table summary left behind) is the table's last seq: an
+    append after the older seq fails alone, one after the new seq succeeds."""
+    summary = TableSummary("t1", "basic", "playing", ("ann", "bob"))
+    await store.append("t1", 0, _events(b"a"), summary=summary)
+    await store.append("t2", 0, _events(b"x"), summary=summary)
+    await _insert_behind_the_store(store_url, "t1", 2, b"by hand")
+    results = await asyncio.gather(
+        store.append("t1", 1, _events(b"stale"), summary=summary),
+        store.append("t2", 1, _events(b"y"), summary=summary),
+        return_exceptions=True,
+    )
+    assert isinstance(results[0], SeqConflict)
+    assert 2 == results[1]
+    with pytest.raises(SeqConflict):
+        await store.append("t1", 1, [], summary=summary)
+    assert 3 == await store.append("t1", 2, _events(b"c"), summary=summary)
+    assert [b"a", b"by hand", b"c"] == [row.payload for row in await store.read("t1")]
+    assert [b"x", b"y"] == [row.payload for row in await store.read("t2")]
+
+
+async def test_sqlite_a_broken_key_fails_only_its_request(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Should a batch break the primary key after all (here: the writer is told stale seqs),
+    it is redone request by request and only the request that takes an existing seq fails."""
+    from server.tables.sqlite_store import SqliteStore
+
+    store = await open_store(sqlite_url)
+    try:
+        await store.append("t1", 0, _events(b"a"))
+        assert isinstance(store, SqliteStore)
+        real = SqliteStore._last_seqs
+
+        def stale(self: SqliteStore, connection: object, table_ids: set[str]) -> dict[str, int]:
+            heads = real(self, connection, table_ids)  # type: ignore[arg-type]
+            return {table_id: 0 if table_id == "t1" else last for table_id, last in heads.items()}
+
+        monkeypatch.setattr(SqliteStore, "_last_seqs", stale)
+        results = await asyncio.gather(
+            store.append("t1", 0, _events(b"again")),
+            store.append("t2", 0, _events(b"x")),
+            return_exceptions=True,
+        )
+        monkeypatch.undo()
+        assert isinstance(results[0], SeqConflict)
+        assert 1 == results[1]
+        assert [b"a"] == [row.payload for row in await store.read("t1")]
+        assert 2 == await store.append("t1", 1, _events(b"b"))
+    finally:
+        await store.close()
