@@ -5,11 +5,13 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from bots.policies.base import ALL_VARIANTS
 from protocol.cards import face_rank, face_suit
 from server.engine import (
     Command,
     Discard,
     DrawStock,
+    Event,
     Knock,
     LayOff,
     Meld,
@@ -49,6 +51,10 @@ class GreedyPolicy:
     """Melds the biggest meld it can, lays off, and discards its least useful high card."""
 
     name = "greedy"
+    variants = ALL_VARIANTS
+
+    def observe(self, seat: int, event: Event) -> None:
+        """Ignored: greedy looks only at its own hand."""
 
     def choose(
         self, rules: Rules, seen: View, actions: Sequence[Command], rng: random.Random

@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from server.engine import Command, Rules, View
+from bots.policies.base import ALL_VARIANTS
+from server.engine import Command, Event, Rules, View
 
 __all__ = ["RandomPolicy"]
 
@@ -14,6 +15,10 @@ class RandomPolicy:
     """Picks any legal action with equal probability."""
 
     name = "random"
+    variants = ALL_VARIANTS
+
+    def observe(self, seat: int, event: Event) -> None:
+        """Ignored."""
 
     def choose(
         self, rules: Rules, seen: View, actions: Sequence[Command], rng: random.Random

@@ -1,0 +1,124 @@
+"""What ``simple`` and ``heuristic`` do in positions where the right move is clear."""
+
+from __future__ import annotations
+
+import random
+
+from bots.policies.heuristic import HeuristicPolicy, undercut_risk
+from bots.policies.simple import SimplePolicy
+from protocol.cards import is_joker
+from server.engine import (
+    Command,
+    Discard,
+    DrawStock,
+    Knock,
+    Meld,
+    Pass,
+    State,
+    TakeDiscard,
+    decide,
+    evolve,
+    legal_actions,
+    make_rules,
+    parse_card,
+    view,
+)
+from server.engine.solver import discard_deadwoods
+from tests.bots.test_tracking import _hand, _script
+from tests.engine.helpers import deal
+
+GIN = make_rules("gin", {}, 2)
+
+
+def _choose(policy: SimplePolicy | HeuristicPolicy, state: State, seat: int) -> Command:
+    actions = legal_actions(state, seat)
+    return policy.choose(state.rules, view(state, seat), actions, random.Random(0))
+
+
+def _play(state: State, seat: int, command: Command) -> State:
+    for event in decide(state, seat, command):
+        state = evolve(state, event)
+    return state
+
+
+def test_simple_takes_the_upcard_only_when_it_joins_a_meld() -> None:
+    """Seat 1 holds 7H 8H: it takes a 9H upcard and passes a 5D one."""
+    hands = ["2C 4C 6C 8C TH QC 2D 4D 6D 8D", "7H 8H KS QS JS 3S AH 2H 5S 9S"]
+    with_run = deal(GIN, hands, "9H", stock="KD 5D 3D")
+    without = deal(GIN, hands, "5D", stock="KD 9H 3D")
+    assert TakeDiscard() == _choose(SimplePolicy(), with_run, 1)
+    assert Pass() == _choose(SimplePolicy(), without, 1)
+
+
+def test_simple_discards_least_deadwood_but_never_the_card_just_taken() -> None:
+    """After taking 9H (it made 7H 8H 9H) simple throws a card that leaves least deadwood."""
+    state = deal(
+        GIN,
+        ["2C 4C 6C 8C TH QC 2D 4D 6D 8D", "7H 8H KS QS JS 3S AH 2H 5S 9S"],
+        "9H",
+        stock="KD 5D 3D",
+    )
+    policy = SimplePolicy()
+    state = _play(state, 1, _choose(policy, state, 1))
+    command = _choose(policy, state, 1)
+    assert isinstance(command, Discard)
+    left = discard_deadwoods(state.hands[1], GIN.meld_rules, GIN.values)
+    allowed = {card: value for card, value in left.items() if card != parse_card("9H")}
+    assert command.card != parse_card("9H")
+    assert min(allowed.values()) == left[command.card]
+
+
+def test_simple_and_heuristic_knock_with_gin() -> None:
+    """Drawing the card that completes gin, both knock (heuristic: gin always)."""
+    hands = ["2C 3C 4C 6D 7D 8D 9S TS JS KH", "AC AD AH 5S 6S 7S 9C TC JC QH"]
+    state = deal(GIN, hands, "2S", stock="QC 3H 4H")
+    state = _play(state, 1, Pass())
+    state = _play(state, 0, Pass())
+    state = _play(state, 1, DrawStock())  # QC: 9C TC JC QC, gin after throwing QH
+    for policy in (SimplePolicy(), HeuristicPolicy()):
+        command = _choose(policy, state, 1)
+        assert Knock(card=parse_card("QH")) == command
+
+
+def test_heuristic_does_not_feed_the_card_next_to_an_opponent_pick() -> None:
+    """Seat 1 picked 9H; with TH and QC both loose tens, heuristic keeps TH."""
+    state, tracker = _script(_hand(), with_events=True)
+    policy = HeuristicPolicy()
+    policy.tracker = tracker
+    state = _play(state, 0, DrawStock())
+    command = _choose(policy, state, 0)
+    assert isinstance(command, Discard)
+    assert parse_card("TH") != command.card
+
+
+def test_undercut_risk_grows_with_deadwood_and_as_the_stock_runs_down() -> None:
+    """The knock model: more deadwood or fewer stock cards, more risk."""
+    assert undercut_risk(10, 25) < undercut_risk(10, 5)
+    assert undercut_risk(2, 10) < undercut_risk(9, 10)
+    assert 0.0 == undercut_risk(0, 30)
+
+
+def test_heuristic_opens_in_ramino() -> None:
+    """Holding a 30-point opening after the draw, heuristic lays it down."""
+    rules = make_rules("ramino", {}, 2)
+    hands = [
+        "KH QH JH TH 9C 9D 9S 2C 5D 7S JK AC 4H",
+        "2D 3D 6C 8C 8H 3S 4S 5C 6H 7D TC QS KC",
+    ]
+    state = deal(rules, hands, "2H", stock="KS 3C 4C", dealer=1)
+    state = _play(state, 0, DrawStock())
+    assert isinstance(_choose(HeuristicPolicy(), state, 0), Meld)
+
+
+def test_heuristic_keeps_a_joker_it_cannot_meld_yet() -> None:
+    """Unable to open, heuristic throws a natural card, not its joker."""
+    rules = make_rules("ramino", {}, 2)
+    hands = [
+        "AH 4C 7C TC KC 2D 5D 8D JD 3H 6H 9H JK",
+        "2C 3D 6C 8C 8H 3S 4S 5C 6D 7D TD QS AC",
+    ]
+    state = deal(rules, hands, "QC", stock="2S 3C 4D", dealer=1)
+    state = _play(state, 0, DrawStock())
+    command = _choose(HeuristicPolicy(), state, 0)
+    assert isinstance(command, Discard)
+    assert not is_joker(command.card)
