@@ -22,6 +22,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bots.eval.openspiel_gin import (
+    DRAW_STOCK,
+    DRAW_UPCARD,
+    KNOCK,
+    MELD_BASE,
+    PASS,
+    from_os,
+    to_os,
+)
 from protocol.cards import face_rank
 from protocol.game import Knock
 from server.engine import (
@@ -35,7 +44,6 @@ from server.engine import (
     State,
     TakeDiscard,
     card_face,
-    make_deck,
 )
 
 __all__ = [
@@ -58,26 +66,8 @@ __all__ = [
 OPENSPIEL_OPTIONS: dict[str, object] = {"deals": 1, "undercut_on_tie": False, "big_gin_bonus": 0}
 """Our ``gin`` preset set to OpenSpiel's rules: one hand, a tie is no undercut, no big gin."""
 
-DRAW_UPCARD = 52
-DRAW_STOCK = 53
-PASS = 54
-KNOCK = 55
-MELD_BASE = 56
-"""OpenSpiel's action ids; 0-51 are cards (discard, the knocker's discard, a lay-off)."""
 MAX_RUN = 5
 """OpenSpiel's longest meld: a longer run is laid as several."""
-
-_DECK: tuple[Card, ...] = make_deck(1)
-
-
-def to_os(card: Card) -> int:
-    """OpenSpiel's id of one of our cards (one deck, so the card is its face)."""
-    return (card_face(card) + 13) % 52
-
-
-def from_os(card_id: int) -> Card:
-    """Our card of an OpenSpiel card id."""
-    return _DECK[(card_id + 39) % 52]
 
 
 def deal_actions(dealt: Dealt) -> list[int]:
