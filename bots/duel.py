@@ -463,6 +463,9 @@ class DuelSummary:
     sprt: SprtResult | None
     first_scores: list[float]
     """Per deal, the first policy's share of the wins (what the SPRT tests)."""
+    first_margins: list[float] = field(default_factory=list)
+    """Per deal, the first policy's points per hand less the others' (per seat), averaged
+    over the deal's games."""
 
     @property
     def games(self) -> int:
@@ -477,7 +480,7 @@ class DuelSummary:
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready form."""
         config = self.config
-        first = mean_interval(self.first_scores)
+        first = _share_interval(self.first_scores)
         data: dict[str, Any] = {
             "variant": config.variant,
             "players": config.players,
@@ -497,6 +500,10 @@ class DuelSummary:
             "first_policy_score_ci95": [round(first[1], 4), round(first[2], 4)],
             "first_policy_elo": _rounded_elo(first[0]),
         }
+        if self.first_margins:
+            margin = mean_interval(self.first_margins)
+            data["first_policy_margin_per_hand"] = round(margin[0], 3)
+            data["first_policy_margin_per_hand_ci95"] = [round(margin[1], 3), round(margin[2], 3)]
         if self.sprt is not None:
             data["sprt"] = {
                 "elo0": self.sprt.elo0,
@@ -537,13 +544,19 @@ class DuelSummary:
                 f" {1000 * stats.slowest:>7.1f}"
             )
         if len(self.stats) == 2:
-            mean, low, high = mean_interval(self.first_scores)
+            mean, low, high = _share_interval(self.first_scores)
             yield ""
             yield (
                 f"{self.stats[0].name} vs {self.stats[1].name}: score {mean:.3f}"
                 f" [{low:.3f}, {high:.3f}], Elo {_format_elo(mean)}"
                 f" [{_format_elo(low)}, {_format_elo(high)}]"
             )
+            if self.first_margins:
+                margin, margin_low, margin_high = mean_interval(self.first_margins)
+                yield (
+                    f"points per hand, {self.stats[0].name} less {self.stats[1].name}:"
+                    f" {margin:+.2f} [{margin_low:+.2f}, {margin_high:+.2f}]"
+                )
         if self.sprt is not None:
             result = self.sprt
             meaning = {
@@ -556,6 +569,12 @@ class DuelSummary:
                 f" beta={result.beta:g}: LLR {result.llr:.2f} in [{result.lower:.2f},"
                 f" {result.upper:.2f}] -> {result.verdict} ({meaning})"
             )
+
+
+def _share_interval(shares: Sequence[float]) -> tuple[float, float, float]:
+    """``mean_interval`` of win shares, clipped to [0, 1]."""
+    mean, low, high = mean_interval(shares)
+    return mean, max(0.0, low), min(1.0, high)
 
 
 def _rounded_elo(score: float) -> float | None:
@@ -609,7 +628,7 @@ def summarise(config: DuelConfig, results: Sequence[DealResult], seconds: float)
                 seats=seats,
                 games=games,
                 hands=hands,
-                win_share=mean_interval(per_deal),
+                win_share=_share_interval(per_deal),
                 mean_points=points / max(1.0, games * seats),
                 points_per_hand=hand_points / max(1, hands),
                 decisions=decisions,
@@ -627,12 +646,25 @@ def summarise(config: DuelConfig, results: Sequence[DealResult], seconds: float)
         / len(result.games)
         for result in ordered
     ]
+    margins = [_margin(result, base) for result in ordered]
     test = None
     if config.sprt is not None:
         if len(names) != 2 or base.count(0) != base.count(1):
             raise ValueError("the SPRT compares two policies holding as many seats each")
         test = sprt(first, config.sprt[0], config.sprt[1], config.alpha, config.beta)
-    return DuelSummary(config, ordered, seconds, stats, test, first)
+    return DuelSummary(config, ordered, seconds, stats, test, first, margins)
+
+
+def _margin(result: DealResult, base: tuple[int, ...]) -> float:
+    """The first policy's points per hand and seat less the others', over a deal's games."""
+    mine, others = base.count(0), len(base) - base.count(0)
+    total = 0.0
+    for game in result.games:
+        own = sum(p for p, owner in zip(game.hand_points, game.order) if owner == 0)
+        rest = sum(p for p, owner in zip(game.hand_points, game.order) if owner != 0)
+        if others:
+            total += (own / mine - rest / others) / max(1, game.hands)
+    return total / len(result.games)
 
 
 def run_duel(config: DuelConfig) -> DuelSummary:

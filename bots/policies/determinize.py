@@ -25,14 +25,10 @@ from server.engine import Phase, State, TableMeld
 from server.engine.melds import Meld as MeldShape
 from server.engine.melds import MeldKind
 
-__all__ = ["PLAUSIBLE_TRIES", "World", "sample_world"]
+__all__ = ["PLAUSIBLE_TRIES", "sample_world"]
 
 PLAUSIBLE_TRIES = 8
 """Worlds drawn at most to find one the caller finds plausible (a soft constraint)."""
-
-
-World = State
-"""A determinized state: the seat's own view with the hidden cards dealt out."""
 
 
 def _table_meld(meld: MeldView) -> TableMeld:

@@ -21,10 +21,17 @@ from dataclasses import dataclass
 from bots.policies.tracking import HandMemory, meld_partners, unseen_cards
 from protocol.cards import JOKER, Card, card_face, face_rank, face_suit, is_joker
 from server.engine import Rules, View
-from server.engine.melds import AceMode, enumerate_melds
+from server.engine.melds import AceMode
 from server.engine.solver import deadwood, discard_deadwoods
 
-__all__ = ["Knowledge", "fast_joins_meld", "is_plain_deck", "joins_meld", "related"]
+__all__ = [
+    "GinEvaluator",
+    "Knowledge",
+    "face_counts",
+    "fast_joins_meld",
+    "is_plain_deck",
+    "related",
+]
 
 
 def is_plain_deck(rules: Rules) -> bool:
@@ -45,13 +52,6 @@ def fast_joins_meld(faces: set[int], card: Card) -> bool:
     above1 = rank <= 11 and base + rank + 1 in faces
     above2 = rank <= 10 and base + rank + 2 in faces
     return (below1 and (below2 or above1)) or (above1 and above2)
-
-
-def joins_meld(hand: Sequence[Card], card: Card, rules: Rules) -> bool:
-    """Whether ``card`` would be part of some meld formed with cards of ``hand``."""
-    if is_plain_deck(rules):
-        return fast_joins_meld({card_face(held) for held in hand}, card)
-    return any(card in meld.cards for meld in enumerate_melds((*hand, card), rules.meld_rules))
 
 
 def related(first: Card, second: Card) -> bool:

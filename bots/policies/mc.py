@@ -69,6 +69,9 @@ __all__ = ["MonteCarloPolicy", "rollout"]
 
 _MAX_ROLLOUT_STEPS = 400
 """A rollout still running after this many moves is scored as it stands (no one out)."""
+_SEARCH_SHARE = 0.8
+"""Share of the budget the search may plan to use (the rest is headroom for the heuristic's
+candidates and a slow world)."""
 _TAKE_CUT = 6
 """Deadwood an upcard must cut for the searching seat's rollout play to take it."""
 _DANGER_WEIGHT = 4.0
@@ -212,7 +215,9 @@ class MonteCarloPolicy:
     ) -> Command:
         candidates = [_Candidate(command) for command in commands]
         differences: list[list[float]] = [[] for _ in candidates]
-        deadline = started + self.budget
+        # Stop early enough that the next world would not overrun the budget: a world costs
+        # about what the last one did.
+        deadline = started + _SEARCH_SHARE * self.budget
         seat = seen.seat
         plausible = _would_not_have_knocked(knowledge) if rules.knocking == "gin" else None
         cache: dict[Card, float] = {}
@@ -224,7 +229,12 @@ class MonteCarloPolicy:
             return value
 
         self._danger = danger
+        clock = time.perf_counter
+        last = 0.0
         for sample in range(self.samples):
+            begun = clock()
+            if begun + last > deadline:
+                break
             world = sample_world(knowledge, rng, plausible)
             if world is None:
                 break
@@ -237,8 +247,7 @@ class MonteCarloPolicy:
                 outcomes.append(value)
             for index, value in enumerate(outcomes):
                 differences[index].append(value - outcomes[0])
-            if time.perf_counter() > deadline:
-                break
+            last = clock() - begun
             if sample + 1 >= self.min_samples and self._decided(candidates, differences):
                 break
         if candidates[0].count == 0:

@@ -14,7 +14,7 @@ with more). A new hand (another ``hand_number``) starts a new memory.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from protocol.cards import HIDDEN, Card, card_face, face_rank, face_suit, is_joker, make_deck
@@ -39,7 +39,7 @@ from server.engine import (
     View,
 )
 
-__all__ = ["CardTracker", "HandMemory", "meld_partners"]
+__all__ = ["CardTracker", "HandMemory", "meld_partners", "unseen_cards"]
 
 
 @dataclass
@@ -229,11 +229,3 @@ def unseen_cards(rules: Rules, seen: View, memory: HandMemory) -> list[Card]:
         visible.update(meld.cards)
     visible |= memory.all_known()
     return [card for card in make_deck(rules.decks, rules.jokers) if card not in visible]
-
-
-def live_faces(cards: Sequence[Card]) -> list[int]:
-    """How many of ``cards`` show each face (index 52: jokers)."""
-    counts = [0] * 53
-    for card in cards:
-        counts[card_face(card)] += 1
-    return counts

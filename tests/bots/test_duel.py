@@ -162,9 +162,19 @@ def test_summary_counts_wins_by_policy_over_deals() -> None:
     ]
     summary = summarise(config, results, 1.0)
     assert [0.5, 1.0] == summary.first_scores
+    assert [0.0, 0.0] == summary.first_margins
     assert 0.75 == summary.stats[0].win_share[0]
     assert 0.25 == summary.stats[1].win_share[0]
     assert 4 == summary.games
+
+
+def test_points_margin_is_per_hand_from_the_first_policy() -> None:
+    """A wins 12 points in a 2-hand game and B 4 in a 1-hand game: margin (6 + -4) / 2."""
+    config = DuelConfig("gin", 2, ("a", "b"), deals=1)
+    first = GameResult((0, 1), (1.0, 0.0), (12.0, 0.0), (12.0, 0.0), 2, (1, 1), (0.0, 0.0), (0, 0))
+    second = GameResult((1, 0), (1.0, 0.0), (4.0, 0.0), (4.0, 0.0), 1, (1, 1), (0.0, 0.0), (0, 0))
+    summary = summarise(config, [DealResult(0, (first, second))], 1.0)
+    assert [1.0] == summary.first_margins
 
 
 def test_a_short_gin_duel_runs_and_is_reproducible_across_jobs() -> None:
