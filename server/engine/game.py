@@ -572,11 +572,21 @@ def _layoff_actions(state: State, seat: int) -> list[Command]:
     forbidden = _forbidden_discard(state)
     seen: set[tuple[int, bool, int, int]] = set()
     actions: list[Command] = []
+    meld_rules = state.rules.meld_rules
+    # (meld index, face) of every open end, looked up once for all the cards.
+    ends = [
+        (target, face)
+        for target, table_meld in enumerate(state.melds)
+        for face in layoff_faces(table_meld.meld, meld_rules)
+    ]
     for card in hand:
         if state.required not in (NO_CARD, card):
             continue
+        joker, own = is_joker(card), card_face(card)
         # Physical copies of one face are interchangeable (except a card just taken).
-        for target, face in _layoff_targets(state.melds, card, state):
+        for target, face in ends:
+            if not joker and face != own:
+                continue
             key = (card_face(card), card == forbidden, target, face)
             if key in seen:
                 continue

@@ -117,6 +117,17 @@ def _run_faces(suit: int, first: int, length: int) -> tuple[Face, ...]:
     return tuple(make_face(_position_rank(first + i), suit) for i in range(length))
 
 
+_RANK_FACES: tuple[tuple[Face, ...], ...] = tuple(
+    tuple(make_face(rank, suit) for suit in range(4)) if rank else () for rank in range(14)
+)
+"""The four faces of each rank (index 1..13), in suit order."""
+_SUIT_POSITIONS: tuple[tuple[Face, ...], ...] = tuple(
+    tuple(make_face(_position_rank(position), suit) for position in range(14 + MAX_RUN))
+    for suit in range(4)
+)
+"""The face at each run position of each suit (positions past 13 wrap around)."""
+
+
 def _candidate_windows(
     held: Iterable[Face], ace: AceMode, max_jokers: int, min_natural: int
 ) -> Iterator[tuple[Face, ...]]:
@@ -124,16 +135,21 @@ def _candidate_windows(
     ``max_jokers`` gaps: grown from each start until the gaps run out."""
     held_set = set(held)
     positions = _position_count(ace)
+    last = positions if ace is not AceMode.AROUND else positions + MAX_RUN - 1
+    per_suit = [0] * 4
+    for face in held_set:
+        per_suit[face // 13] += 1
     for suit in range(4):
-        if sum(1 for face in held_set if face_suit(face) == suit) < min_natural:
+        if per_suit[suit] < max(min_natural, 3 - max_jokers):
             continue
+        at = _SUIT_POSITIONS[suit]
         for first in range(1, positions + 1):
+            if not max_jokers and at[first] not in held_set:
+                continue  # without jokers a run starts on a held card
             faces: list[Face] = []
             present = missing = 0
-            for position in range(first, first + MAX_RUN):
-                if ace is not AceMode.AROUND and position > positions:
-                    break
-                face = make_face(_position_rank(position), suit)
+            for position in range(first, min(first + MAX_RUN, last + 1)):
+                face = at[position]
                 if face in held_set:
                     present += 1
                 else:
@@ -337,21 +353,24 @@ def enumerate_melds(
     min_natural = max(rules.min_natural, 1)
     # Sets.
     for rank in range(1, 14):
-        present = [make_face(rank, suit) for suit in range(4) if make_face(rank, suit) in groups]
+        suits = _RANK_FACES[rank]
+        present = [face for face in suits if face in groups]
+        if len(present) + max_jokers < 3:
+            continue
         for size in range(3, MAX_SET + 1):
             for natural_count in range(min_natural, min(size, len(present)) + 1):
                 joker_count = size - natural_count
                 if joker_count > max_jokers:
                     continue
                 for natural_faces in itertools.combinations(present, natural_count):
-                    missing = [
-                        make_face(rank, suit)
-                        for suit in range(4)
-                        if make_face(rank, suit) not in natural_faces
-                    ]
+                    missing = [face for face in suits if face not in natural_faces]
                     for fill in itertools.combinations(missing, joker_count):
                         for naturals in itertools.product(*(groups[f] for f in natural_faces)):
-                            add(naturals, natural_faces, fill)
+                            if fill:
+                                add(naturals, natural_faces, fill)
+                            else:  # natural faces in suit order: already canonical
+                                meld = Meld(MeldKind.SET, naturals, natural_faces)
+                                result.setdefault((naturals, natural_faces), meld)
     # Runs: a window is a candidate when the jokers can fill what the hand lacks.
     for window in _candidate_windows(groups.keys(), rules.ace, max_jokers, min_natural):
         length = len(window)
@@ -363,7 +382,11 @@ def enumerate_melds(
             for natural_faces in itertools.combinations(present, natural_count):
                 gaps = [face for face in window if face not in natural_faces]
                 for naturals in itertools.product(*(groups[f] for f in natural_faces)):
-                    add(naturals, natural_faces, gaps)
+                    if gaps or length >= MAX_RUN:
+                        add(naturals, natural_faces, gaps)
+                    else:  # a gapless window is in run order (a whole suit may start anywhere)
+                        meld = Meld(MeldKind.RUN, naturals, natural_faces)
+                        result.setdefault((naturals, natural_faces), meld)
     return [result[key] for key in sorted(result)]
 
 
