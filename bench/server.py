@@ -383,6 +383,8 @@ class WorkerSpec:
     seed: int
     pace: float
     """Moves a second each table offers, Poisson (0: back to back)."""
+    nice: int = 0
+    """Added to the process's niceness (the players yield the CPU to the server and broker)."""
 
 
 @dataclass
@@ -435,6 +437,8 @@ def run_worker(spec: WorkerSpec, connection: multiprocessing.connection.Connecti
     """One load-generator process: connect, open tables, play, report (see ``worker_main``)."""
     # gmqtt warns of each publish to a connection being closed, as the players stop.
     logging.getLogger("gmqtt").setLevel(logging.ERROR)
+    if spec.nice:
+        os.nice(spec.nice)
     asyncio.run(worker_main(spec, connection))
 
 
@@ -832,6 +836,7 @@ def server_case(
                 arguments.policy,
                 arguments.seed * 1_000 + index,
                 pace,
+                arguments.players_nice,
             )
             ours, theirs = context.Pipe()
             worker = context.Process(
@@ -1080,8 +1085,8 @@ def header(arguments: argparse.Namespace, say: Say) -> None:
     )
     say(
         f"server: {server}; store {arguments.store}; players: {arguments.variant}, 2 per table, "
-        f"policy {arguments.policy}; warm-up {arguments.warmup:g} s, "
-        f"measured {arguments.seconds:g} s"
+        f"policy {arguments.policy}, niceness +{arguments.players_nice}; "
+        f"warm-up {arguments.warmup:g} s, measured {arguments.seconds:g} s"
     )
     say(f"load average at start: {load()}")
 
@@ -1380,6 +1385,13 @@ def main() -> None:
         "--ramino-serve",
         action="store_true",
         help="run the real `ramino serve` (default rate limit 50/s) instead of --serve-child",
+    )
+    parser.add_argument(
+        "--players-nice",
+        type=int,
+        default=0,
+        metavar="N",
+        help="niceness added to the player processes (default 0)",
     )
     parser.add_argument("--profile", action="store_true", help="profile even if the target is met")
     parser.add_argument("--no-profile", action="store_true", help="never profile")

@@ -142,7 +142,7 @@ class Client:
         Raises:
             TransportError: the broker is not reachable or refuses us.
         """
-        self.transport.subscribe(topics.inbox(self.username), topics.server_status())
+        self.transport.subscribe(topics.inbox(self.username), topics.server_status(), qos=0)
         await self.transport.connect(self.address)
         self._reader = asyncio.create_task(self._read(), name=f"client-{self.username}")
         self._watcher = asyncio.create_task(self._watch(), name=f"client-{self.username}-link")

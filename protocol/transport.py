@@ -67,20 +67,30 @@ class Message:
 
 class _Coalescing:
     """Wraps a socket transport: what is written during one pass of the event loop leaves in
-    one ``send`` (a server answering a command publishes several messages at once)."""
+    one ``send`` (a server answering a command publishes several messages at once), and with
+    ``spacing`` sends are at least that many seconds apart (a busy server then makes one system
+    call for many commands; an idle one writes at once)."""
 
-    def __init__(self, transport: asyncio.Transport) -> None:
+    def __init__(self, transport: asyncio.Transport, spacing: float = 0.0) -> None:
         self._transport = transport
         self._pending: list[bytes] = []
         self._loop = asyncio.get_running_loop()
+        self._spacing = spacing
+        self._last = -spacing
 
     def write(self, data: bytes) -> None:
         if not self._pending:
-            self._loop.call_soon(self._flush)
+            wait = self._last + self._spacing - self._loop.time()
+            if wait > 0:
+                self._loop.call_later(wait, self._flush)
+            else:
+                self._loop.call_soon(self._flush)
         self._pending.append(data)
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
+        if self._spacing:
+            self._last = self._loop.time()
         if pending and not self._transport.is_closing():
             self._transport.write(b"".join(pending))
 
@@ -101,8 +111,11 @@ class Transport:
         reconnect_delay: float = 1.0,
         queue_size: int = 0,
         tap: Callable[[Message], None] | None = None,
+        write_spacing: float = 0.0,
     ) -> None:
         self.username = username
+        self.write_spacing = write_spacing
+        """Least seconds between two socket writes (what is published meanwhile waits)."""
         self.client_id = client_id or f"{username}-{secrets.token_hex(4)}"
         will_message = (
             gmqtt.Message(will[0], will[1], qos=1, retain=will_retain) if will is not None else None
@@ -208,7 +221,8 @@ class Transport:
         protocol: Any = getattr(getattr(client, "_connection", None), "_protocol", None)
         socket = getattr(protocol, "_transport", None)
         if socket is not None and not isinstance(socket, _Coalescing):
-            protocol._transport = _Coalescing(socket)  # gmqtt has no hook for this
+            # gmqtt has no hook for this
+            protocol._transport = _Coalescing(socket, self.write_spacing)
         if self._subscriptions:
             by_qos: dict[int, list[str]] = {}
             for topic, qos in self._subscriptions.items():

@@ -85,6 +85,8 @@ __all__ = ["Gateway", "Limits", "RateLimiter"]
 
 _log = logging.getLogger(__name__)
 _events = get_logger("ramino.gateway")
+_events_level = logging.getLogger("ramino.gateway")
+"""The standard logger behind ``_events``: asked before building a per-request line."""
 SERVER_NAME = "ramino/0.1"
 
 
@@ -179,7 +181,7 @@ class Gateway:
         for actor in service.actors.values():
             # The broker may have lost the retained messages (a restart without persistence).
             self._publish_public(actor.table, actor.due() or 0.0)
-        self.transport.subscribe(*topics.SERVER_SUBSCRIPTIONS)
+        self.transport.subscribe(*topics.SERVER_SUBSCRIPTIONS, qos=0)
         self.transport.publish(topics.server_status(), encode(self.status(True)), retain=True)
         self._reader = asyncio.create_task(self._read(), name="gateway-reader")
 
@@ -270,6 +272,8 @@ class Gateway:
             reply = _error(request.id, "server/internal", f"internal error: {type(error).__name__}")
         self.handled += 1
         self._reply(client, reply)
+        if not _events_level.isEnabledFor(logging.DEBUG):
+            return
         _events.debug(
             "request",
             client=client,
