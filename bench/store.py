@@ -67,8 +67,10 @@ import asyncpg
 from bench.engine import cpu_model
 from server.engine import Command, is_over, legal_actions, to_move
 from server.tables.actor import TableActor
+from server.tables.postgres_store import MAX_BATCH as POSTGRES_MAX_BATCH
 from server.tables.postgres_store import PostgresStore
 from server.tables.records import Record
+from server.tables.sqlite_store import MAX_BATCH as SQLITE_MAX_BATCH
 from server.tables.sqlite_store import SqliteStore
 from server.tables.store import (
     EventStore,
@@ -932,7 +934,8 @@ async def main_async(arguments: argparse.Namespace) -> None:
             stores.append("postgres")
     print(
         f"each case: a fresh file or database, {arguments.warmup:g} s warm-up, "
-        f"{arguments.seconds:g} s measured; store options: defaults (max_delay 0, max_batch 512)"
+        f"{arguments.seconds:g} s measured; store options: defaults (max_delay 0, max_batch"
+        f" {SQLITE_MAX_BATCH} for SQLite, {POSTGRES_MAX_BATCH} for PostgreSQL)"
     )
     stream = await capture_appends(arguments.seed)
     print(f"append stream ({', '.join(f'{v} {p}p' for v, p in CAPTURE_GAMES)}):")

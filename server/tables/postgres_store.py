@@ -62,6 +62,9 @@ from server.tables.store import (
 __all__ = ["PostgresStore"]
 
 SCHEMA_VERSION = 1
+MAX_BATCH = 128
+"""Requests in one transaction at most, by default: bounds the commit time (under 10 ms at 1,000
+busy tables; docs/performance.md) at some cost in peak throughput."""
 
 # First key of the two-key advisory locks this store takes ("Rami", "Ramh"), so that they
 # cannot collide with other users of advisory locks in the same database.
@@ -199,7 +202,9 @@ class PostgresStore:
         self._writer.add_done_callback(self._fail_pending)
 
     @classmethod
-    async def open(cls, url: str, max_delay: float = 0.0, max_batch: float = 512) -> PostgresStore:
+    async def open(
+        cls, url: str, max_delay: float = 0.0, max_batch: float = MAX_BATCH
+    ) -> PostgresStore:
         """Open the store in the database at ``url``, creating its tables if they are missing.
 
         ``max_delay`` is how long the writer waits for more appends to share a transaction;

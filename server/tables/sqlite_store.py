@@ -99,8 +99,17 @@ def _connect(path: str) -> sqlite3.Connection:
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=FULL")
     connection.execute("PRAGMA busy_timeout=30000")
+    connection.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     return connection
 
+
+MAX_BATCH = 64
+"""Requests in one transaction at most, by default. A commit costs about the flush plus a page
+write per table it touches, so the cap bounds the commit time (under 10 ms at 1,000 busy tables;
+docs/performance.md) for a few per cent of peak throughput."""
+CACHE_KIB = 65_536
+"""Page cache of each connection (KiB). SQLite's default of 2 MiB holds the tail pages of a
+few hundred tables only: past that every append reads its pages back from the file."""
 
 _HEADS_CACHED = 100_000
 """The most tables whose last seq the writer remembers (beyond that it starts over)."""
@@ -176,7 +185,9 @@ class SqliteStore:
         self._writer.start()
 
     @classmethod
-    async def open(cls, path: str, max_delay: float = 0.0, max_batch: float = 512) -> SqliteStore:
+    async def open(
+        cls, path: str, max_delay: float = 0.0, max_batch: float = MAX_BATCH
+    ) -> SqliteStore:
         """Open (creating if needed) the store in file ``path``.
 
         ``max_delay`` is how long the writer waits for more appends to share a transaction;

@@ -31,6 +31,7 @@ __all__ = [
     "StoredEvent",
     "TableSummary",
     "open_store",
+    "store_options",
 ]
 
 
@@ -228,12 +229,48 @@ def seats_json(seats: tuple[str, ...]) -> str:
     return json.dumps(list(seats))
 
 
-async def open_store(url: str, **options: float) -> EventStore:
-    """Open the store at ``url``: ``sqlite:///PATH`` (or a bare path) or ``postgresql://...``.
+STORE_OPTIONS = ("max_batch", "max_delay")
+"""Writer options a store URL may carry in its query (``?max_batch=128&max_delay=0.002``)."""
+
+
+def store_options(url: str) -> tuple[str, dict[str, float]]:
+    """``url`` without the writer options of its query, and those options.
+
+    >>> store_options("sqlite:///ramino.db?max_batch=32")
+    ('sqlite:///ramino.db', {'max_batch': 32.0})
 
     Raises:
-        StoreConfigError: the URL names no supported backend.
+        StoreConfigError: an option is not a positive number.
     """
+    base, question, query = url.partition("?")
+    if not question:
+        return url, {}
+    options: dict[str, float] = {}
+    kept: list[str] = []
+    for pair in query.split("&"):
+        key, _, value = pair.partition("=")
+        if key not in STORE_OPTIONS:
+            kept.append(pair)
+            continue
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if number < 0 or (key == "max_batch" and number < 1):
+            raise StoreConfigError(f"store option {key}={value!r}: a positive number is needed")
+        options[key] = number
+    return (f"{base}?{'&'.join(kept)}" if kept else base), options
+
+
+async def open_store(url: str, **options: float) -> EventStore:
+    """Open the store at ``url``: ``sqlite:///PATH`` (or a bare path) or ``postgresql://...``;
+    its query may set the writer's ``max_batch`` and ``max_delay`` (``options`` win).
+
+    Raises:
+        StoreConfigError: the URL names no supported backend, or a bad option.
+    """
+    url, from_url = store_options(url)
+    options = {**from_url, **options}
     if url.startswith(("postgresql://", "postgres://")):
         from server.tables.postgres_store import PostgresStore
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 
 import pytest
 
-from server.tables.errors import SeqConflict, StoreClosed
-from server.tables.store import EventStore, NewEvent, TableSummary, open_store
+from server.tables.errors import SeqConflict, StoreClosed, StoreConfigError
+from server.tables.sqlite_store import SqliteStore
+from server.tables.store import EventStore, NewEvent, TableSummary, open_store, store_options
 
 
 def _events(*payloads: bytes, at: float = 1.0) -> list[NewEvent]:
@@ -263,5 +265,30 @@ async def test_sqlite_a_broken_key_fails_only_its_request(
         assert 1 == results[1]
         assert [b"a"] == [row.payload for row in await store.read("t1")]
         assert 2 == await store.append("t1", 1, _events(b"b"))
+    finally:
+        await store.close()
+
+
+def test_a_store_url_carries_writer_options() -> None:
+    """``max_batch``/``max_delay`` leave the URL; other query parameters stay; nonsense fails."""
+    assert store_options("sqlite:///r.db?max_batch=32&max_delay=0.002") == (
+        "sqlite:///r.db",
+        {"max_batch": 32.0, "max_delay": 0.002},
+    )
+    assert store_options("postgresql://h/db?sslmode=disable&max_batch=200") == (
+        "postgresql://h/db?sslmode=disable",
+        {"max_batch": 200.0},
+    )
+    assert store_options("sqlite:///r.db") == ("sqlite:///r.db", {})
+    for bad in ("max_batch=0", "max_batch=many", "max_delay=-1"):
+        with pytest.raises(StoreConfigError):
+            store_options(f"sqlite:///r.db?{bad}")
+
+
+async def test_the_url_options_reach_the_writer(tmp_path: Path) -> None:
+    store = await open_store(f"sqlite:///{tmp_path}/options.db?max_batch=7")
+    try:
+        assert isinstance(store, SqliteStore)
+        assert 7 == store.max_batch
     finally:
         await store.close()
