@@ -588,7 +588,7 @@ class Gateway:
             )
 
 
-SNAPSHOT_SECONDS = 0.5
+SNAPSHOT_SECONDS = 1.0
 """A table's retained snapshot is republished at most this often (and after its last change)."""
 
 

@@ -1,7 +1,8 @@
 """The default event store: one SQLite file, WAL, ``synchronous=FULL``, group commit.
 
 Theory of operation. One writer thread owns the only writing connection. Callers put append
-requests on a queue and await a future. The writer takes the first request, then whatever else
+requests on a queue (what one pass of an event loop submits goes in one put) and await a
+future. The writer takes the first request, then whatever else
 is queued (and, with ``max_delay`` > 0, whatever arrives within that many seconds), up to
 ``max_batch`` requests, and commits them in one ``BEGIN IMMEDIATE`` transaction. Requests that
 arrive while a commit is syncing wait for the next one, so under load transactions grow by
@@ -168,7 +169,9 @@ class SqliteStore:
         self.max_delay = max_delay
         self.max_batch = int(max_batch)
         self.stats = StoreStats()
-        self._requests: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
+        self._requests: queue.SimpleQueue[list[_Request] | None] = queue.SimpleQueue()
+        # Requests of the current pass of each event loop, handed over at its end in one put.
+        self._outgoing: dict[asyncio.AbstractEventLoop, list[_Request]] = {}
         self._closed = False
         # The writer's cache of last seqs, trusted while PRAGMA data_version stays this value.
         self._heads: dict[str, int] = {}
@@ -240,34 +243,50 @@ class SqliteStore:
     def _submit(self, request: _Request) -> None:
         if self._closed:
             raise StoreClosed("the event store is closed")
-        self._requests.put(request)
+        pending = self._outgoing.get(request.loop)
+        if pending is None:
+            # One wake-up of the writer per pass of the loop, not one per request.
+            self._outgoing[request.loop] = [request]
+            request.loop.call_soon(self._hand_over, request.loop)
+        else:
+            pending.append(request)
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        pending = self._outgoing.pop(loop, None)
+        if pending:
+            self._requests.put(pending)
 
     def _write_loop(self) -> None:
         connection = self._writer_connection
+        carried: list[_Request] = []  # queued before anything still in the queue
+        stop = False
         while True:
-            first = self._requests.get()
-            if first is None:  # close() asks the writer to stop
-                return
-            batch = [first]
+            if not carried:
+                if stop:
+                    return
+                first = self._requests.get()
+                if first is None:  # close() asks the writer to stop
+                    return
+                carried = first
+            batch, carried = carried[: self.max_batch], carried[self.max_batch :]
             deadline = time.monotonic() + self.max_delay
-            stop = False
-            while len(batch) < self.max_batch:
+            while len(batch) < self.max_batch and not stop:
                 remaining = deadline - time.monotonic()
                 try:
-                    request = (
+                    more = (
                         self._requests.get(timeout=remaining)
                         if remaining > 0
                         else self._requests.get_nowait()
                     )
                 except queue.Empty:
                     break
-                if request is None:
+                if more is None:
                     stop = True
                     break
-                batch.append(request)
+                room = self.max_batch - len(batch)
+                batch.extend(more[:room])
+                carried.extend(more[room:])
             self._commit(connection, batch)
-            if stop:
-                return
 
     def _commit(self, connection: sqlite3.Connection, batch: list[_Request]) -> None:
         started = time.perf_counter()
@@ -454,6 +473,8 @@ class SqliteStore:
         if self._closed:
             return
         self._closed = True
+        for loop in list(self._outgoing):  # what this pass submitted goes before the stop
+            self._hand_over(loop)
         self._requests.put(None)
         await asyncio.to_thread(self._writer.join)
         self._reader.shutdown(wait=True)

@@ -209,7 +209,7 @@ async def test_the_retained_snapshot_serves_a_late_spectator(
 async def test_the_retained_snapshot_catches_up_after_a_burst_of_moves(
     broker: BrokerUnderTest, tmp_path: Path
 ) -> None:
-    """Snapshots are published at most twice a second, but the last state always follows."""
+    """Snapshots are published at most once a second, but the last state always follows."""
     await ensure_users(broker, ["alice", "bob", "carol"])
     seen = Inbox("carol")
     async with serving(broker, tmp_path) as server:
