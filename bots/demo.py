@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import sys
 import time
@@ -105,6 +106,9 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
             stopper.cancel()
             with contextlib.suppress(NotImplementedError):
                 loop.remove_signal_handler(signal.SIGINT)
+        # What is left to do is closing connections: gmqtt would warn of each packet that no
+        # longer has a socket to go to.
+        logging.getLogger("gmqtt").setLevel(logging.ERROR)
         if live:
             _draw(out, stats, drawn)
         print(("\nStopped. " if interrupted else "\nDone. ") + stats.line(), file=out)
@@ -160,22 +164,33 @@ def _draw(out: TextIO, stats: Stats, drawn: int) -> int:
     return len(rows)
 
 
+def _runnable(path: Path) -> str:
+    """``path`` as the user would type it here: relative below the current directory."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def _epilogue(out: TextIO, options: DemoOptions, stats: Stats, broker: str) -> None:
     tables: Sequence[TableProgress] = list(stats.tables.values())
+    bin_dir = Path(sys.executable).parent
+    ramino, python = _runnable(bin_dir / "ramino"), _runnable(bin_dir / "python")
     if tables:
         table = tables[0].table
         print(
             f"\nReplay a table move by move:\n"
-            f"  .venv/bin/ramino replay --store {options.store} --table {table}\n"
+            f"  {ramino} replay --store {options.store} --table {table}\n"
             f"List every table of the store:\n"
-            f"  .venv/bin/ramino tables --store {options.store}",
+            f"  {ramino} tables --store {options.store}",
             file=out,
         )
+    client = _runnable(Path(__file__).resolve().parent.parent / "examples" / "random_client.py")
     print(
-        "\nPlay against the server yourself: `.venv/bin/ramino serve` runs it (embedded broker,"
-        " guests welcome),\nthen connect any MQTT client as described in docs/protocol.md, "
-        "for example:\n"
-        "  .venv/bin/python examples/random_client.py --broker mqtt://127.0.0.1:1883 "
+        f"\nPlay against the server yourself: `{ramino} serve` runs it (embedded broker,"
+        " guests welcome) and prints its broker's address;\nthen connect any MQTT client as"
+        " described in docs/protocol.md to that address, for example:\n"
+        f"  {python} {client} --broker mqtt://127.0.0.1:1883 "
         "--user me --password any --create gin\n"
         f"(this demo's broker, {broker}, stopped with it).",
         file=out,

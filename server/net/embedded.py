@@ -346,8 +346,16 @@ class EmbeddedBroker:
         """Disconnect every client and stop listening (nothing is kept)."""
         broker, self._broker, self._port = self._broker, None, None
         if broker is not None:
-            await broker.shutdown()
-            await broker.close_connections()
+            # amqtt warns of the messages it drops as it stops (the last wills and presences
+            # of clients it disconnects): expected at a shutdown, not worth a warning.
+            quiet = logging.getLogger("amqtt.broker")
+            level = quiet.level
+            quiet.setLevel(logging.ERROR)
+            try:
+                await broker.shutdown()
+                await broker.close_connections()
+            finally:
+                quiet.setLevel(level)
 
     async def __aenter__(self) -> EmbeddedBroker:
         await self.start()
