@@ -128,6 +128,9 @@ class Transport:
         self._client.on_disconnect = self._on_disconnect
         self.tap = tap
         """Called with every message received, before it is queued (logging, tests)."""
+        self.deliver: Callable[[Message], None] | None = None
+        """When set, called with every message instead of queueing it: a reader that never
+        waits (the server) saves a queue and a task switch per message."""
         self._subscriptions: dict[str, int] = {}
         self._queue: asyncio.Queue[Message] = asyncio.Queue(queue_size)
         self.connected = asyncio.Event()
@@ -211,6 +214,9 @@ class Transport:
             message = Message(topic, bytes(payload), retain)
             if self.tap is not None:
                 self.tap(message)
+            if self.deliver is not None:
+                self.deliver(message)
+                return 0
             self._queue.put_nowait(message)
         except asyncio.QueueFull:
             self.dropped += 1

@@ -2,7 +2,8 @@
 
 Theory of operation. The gateway reads every client's command topics (``protocol.topics``);
 the sender is the last level of the topic, which the broker's ACL lets only that user publish
-on, so no identity in a payload is ever trusted. For each message it
+on, so no identity in a payload is ever trusted. Messages come straight from the transport's
+callback (``Transport.deliver``), with no queue in between. For each message it
 
 1. applies the sender's rate limit and the payload limit (coded errors, throttled);
 2. decodes the ``Request`` (``protocol/malformed``, ``protocol/invalid`` on failure);
@@ -20,7 +21,6 @@ their tables, which starts their grace period (``TableActor.set_absent``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 import time
@@ -69,7 +69,7 @@ from protocol.messages import (
     Variants,
     Welcome,
 )
-from protocol.transport import Transport
+from protocol.transport import Message, Transport
 from server.engine import OPTIONS, VARIANTS, is_over, legal_actions, view
 from server.net.logs import get_logger
 from server.tables import table as tables
@@ -165,7 +165,6 @@ class Gateway:
         """Tables whose snapshot was published less than ``SNAPSHOT_SECONDS`` ago, with the
         state to publish when the pause is over."""
         self._tasks: set[asyncio.Task[None]] = set()
-        self._reader: asyncio.Task[None] | None = None
         self._started_at = self.clock.now()
         self.handled = 0
         """Requests answered so far."""
@@ -181,16 +180,13 @@ class Gateway:
         for actor in service.actors.values():
             # The broker may have lost the retained messages (a restart without persistence).
             self._publish_public(actor.table, actor.due() or 0.0)
+        self.transport.deliver = self._receive
         self.transport.subscribe(*topics.SERVER_SUBSCRIPTIONS, qos=0)
         self.transport.publish(topics.server_status(), encode(self.status(True)), retain=True)
-        self._reader = asyncio.create_task(self._read(), name="gateway-reader")
 
     async def stop(self) -> None:
         """Stop reading, let running commands finish, and say the server is offline."""
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+        self.transport.deliver = _ignore
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=5)
         self.transport.publish(topics.server_status(), encode(self.status(False)), retain=True)
@@ -211,18 +207,17 @@ class Gateway:
             raise RuntimeError("the gateway has no table service")
         return self.service
 
-    async def _read(self) -> None:
-        async for message in self.transport.messages():
-            if message.retain:
-                # A command retained on the client's own topic (Mosquitto lets it) is an old
-                # message replayed: clear it, never run it.
-                if message.payload:
-                    self.transport.publish(message.topic, b"", qos=1, retain=True)
-                continue
-            try:
-                self.handle(message.topic, message.payload)
-            except Exception:  # a bug on one message must not stop the server
-                _log.exception("failed to handle a message", extra={"topic": message.topic})
+    def _receive(self, message: Message) -> None:
+        if message.retain:
+            # A command retained on the client's own topic (Mosquitto lets it) is an old
+            # message replayed: clear it, never run it.
+            if message.payload:
+                self.transport.publish(message.topic, b"", qos=1, retain=True)
+            return
+        try:
+            self.handle(message.topic, message.payload)
+        except Exception:  # a bug on one message must not stop the server
+            _log.exception("failed to handle a message", extra={"topic": message.topic})
 
     # Inbound --------------------------------------------------------------------------------
 
@@ -586,6 +581,10 @@ class Gateway:
                 qos=1,
                 retain=True,
             )
+
+
+def _ignore(message: Message) -> None:
+    """What the server does with the messages that arrive while it stops."""
 
 
 SNAPSHOT_SECONDS = 1.0
