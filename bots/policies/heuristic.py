@@ -8,8 +8,9 @@ Gin Rummy
     meld (from the cards he picked up, discarded and passed). The upcard is taken when the best
     hand with it beats the expected hand after a stock draw. Knocks: gin always; otherwise
     unless the undercut risk for that deadwood and stock left is high (the risk grows as the
-    stock runs down); near the end of the game (the opponent close to the target) whenever it
-    may. At the wall it knocks only when the risk is low (passing voids the hand).
+    stock runs down, and faster when the opponent's last discard was a low card: he then keeps
+    only low cards loose); near the end of the game (the opponent close to the target) whenever
+    it may. At the wall it knocks only when the risk is low (passing voids the hand).
 
 Knock Rummy
     The same hand judgement, and a knock threshold that falls with the number of opponents and
@@ -55,7 +56,7 @@ from server.engine.melds import AceMode, MeldKind, layoff_faces
 from server.engine.melds import Meld as MeldShape
 from server.engine.solver import deadwood, discard_deadwoods
 
-__all__ = ["GinParameters", "HeuristicPolicy", "TableWeights", "undercut_risk"]
+__all__ = ["GinParameters", "HeuristicPolicy", "TableWeights", "opponent_alarm", "undercut_risk"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +71,13 @@ class GinParameters:
     """Points a discard costs per unit of probability that the opponent melds it."""
     take_margin: float = 0.0
     """How much better the upcard must make the hand (taking it also tells the opponent)."""
-    undercut_limit: float = 0.3
+    undercut_limit: float = 0.1
     """Most undercut risk accepted for a knock during play."""
     wall_undercut_limit: float = 0.2
     """Most undercut risk accepted for a knock at the wall (passing voids the hand)."""
+    knock_alarm: float = 3.0
+    """How much an alarm (see ``opponent_alarm``) multiplies the undercut risk of a knock:
+    by ``1 + knock_alarm x alarm``."""
 
 
 _UNDERCUT_STOCK = (8, 12, 16, 20)
@@ -94,6 +98,24 @@ def undercut_risk(left: int, stock: int) -> float:
     """Estimated chance that a knock with ``left`` deadwood is undercut, ``stock`` cards left."""
     row = sum(1 for bound in _UNDERCUT_STOCK if stock >= bound)
     return _UNDERCUT[row][max(0, min(left, 10))]
+
+
+def opponent_alarm(rules: Rules, seen: View, memory: HandMemory) -> float:
+    """How low the opponents' last discards were: ``(11 - value) / 10`` of the lowest last
+    discard (0.1 for a ten or a face card, 1 for an ace), 0 before any discard.
+
+    A player who throws the card that leaves least deadwood (as most do) throws his highest
+    loose card, so a low discard says all his loose cards are low: his deadwood is low and a
+    knock against him is likelier to be undercut.
+    """
+    last = [
+        rules.values[card_face(cards[-1])]
+        for seat, cards in memory.discarded.items()
+        if seat != seen.seat and cards
+    ]
+    if not last:
+        return 0.0
+    return max(0.0, (11 - min(last)) / 10)
 
 
 class HeuristicPolicy:
@@ -157,6 +179,7 @@ class GinTurn:
         self.knowledge = Knowledge.build(rules, seen, memory)
         self.limit = seen.knock_limit if seen.knock_limit >= 0 else rules.knock_limit
         self.evaluator = GinEvaluator(rules, self.knowledge.unseen, self.limit)
+        self.alarm = opponent_alarm(rules, seen, memory)
 
     def score(self, hand: Sequence[Card], thrown: Card | None) -> float:
         """Lower is better: deadwood, less potential and knock chance, plus the danger of
@@ -218,12 +241,14 @@ class GinTurn:
         return discards[min(discards, key=lambda card: (scores[card], card))]
 
     def knock_worth_it(self, left: int, wall: bool) -> bool:
-        """Whether knocking with ``left`` deadwood beats playing on."""
+        """Whether knocking with ``left`` deadwood beats playing on: the undercut risk (higher
+        after a low discard by the opponent) is within the limit."""
         if left == 0 or _opponent_near_target(self.rules, self.seen, self.rules.gin_bonus):
             return True
         stock = self.seen.stock_size
-        limit = self.parameters.wall_undercut_limit if wall else self.parameters.undercut_limit
-        return undercut_risk(left, stock) <= limit
+        parameters = self.parameters
+        limit = parameters.wall_undercut_limit if wall else parameters.undercut_limit
+        return undercut_risk(left, stock) * (1 + parameters.knock_alarm * self.alarm) <= limit
 
 
 class KnockTurn:

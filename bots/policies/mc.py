@@ -1,18 +1,18 @@
 """``mc``: determinized Monte Carlo over the ``heuristic``'s knock decisions.
 
-Theory of operation. ``mc`` plays as ``heuristic`` except where it searches: by default the
-knock decisions (every legal knock worth considering, since they differ in what the defender
-can lay off, against the best discard) and the wall (knock with the upcard or void the hand);
-``search`` may add close draws and close discards. Each candidate is played out in sampled
-*worlds*: the hidden cards dealt out consistently with everything seen
-(``determinize.sample_world``: the opponent's known picks in his hand, the rest weighted by what
-his discards, declines and picks suggest, and in Gin Rummy preferably no hand he could have
-knocked with). From each world every candidate is played to the end of the hand by a cheap
-rollout policy (the opponent as ``simple``: take the upcard only when it melds, throw the card
-that leaves least deadwood, knock at once; this seat a little better: it also takes an upcard
-that lets it knock or cuts its deadwood a lot, and weighs the danger of its discards). A knock
-needs no rollout: the engine settles it in the world. Every candidate meets the same world and
-the same chance (common random numbers), so the comparison is sharper than the outcomes. A
+Theory of operation. ``mc`` plays as ``heuristic`` except where it searches: by default *which*
+knock, once the heuristic has decided to knock (every legal knock worth considering: they differ
+in what the defender can lay off), and the wall (knock with the upcard or void the hand);
+``search`` may add knocking against playing on (``play_on``), close draws and close discards.
+Each candidate is played out in sampled *worlds*: the hidden cards dealt out consistently with
+everything seen (``determinize.sample_world``: the opponent's known picks in his hand, the rest
+weighted by what his discards, declines and picks suggest, and in Gin Rummy preferably no hand
+he could have knocked with). From each world every candidate is played to the end of the hand by
+a cheap rollout policy (the opponent as ``simple``: take the upcard only when it melds, throw
+the card that leaves least deadwood, knock at once; this seat a little better: it also takes an
+upcard that lets it knock or cuts its deadwood a lot, and weighs the danger of its discards). A
+knock needs no rollout: the engine settles it in the world. Every candidate meets the same world
+and the same chance (common random numbers), so the comparison is sharper than the outcomes. A
 candidate's value is the mean of ``my points - the opponent's`` at the end of the hand, plus
 ``game_weight`` when that hand would end the game with this seat winning (minus it for a loss).
 
@@ -21,10 +21,11 @@ Sampling stops after ``samples`` worlds, when the leader is ahead of every other
 ``budget_ms`` is spent, whichever comes first; so a decision never takes much more than the
 budget, and a run is reproducible as long as the budget is not what stops it.
 
-Why not search every draw and discard: with rollouts cheap enough for the budget (this seat
-playing ``simple``-like after the candidate move), searching close draws and discards chose
-worse than ``heuristic``'s own judgement (see docs/bots.md); the rollouts undervalue what the
-heuristic's potential term sees.
+Why not search every draw and discard, or whether to knock: with rollouts cheap enough for the
+budget (this seat playing ``simple``-like after the candidate move), searching close draws and
+discards chose worse than ``heuristic``'s own judgement, and so did weighing a knock against
+playing on once the heuristic's knock rule was tuned (see docs/bots.md): the rollouts
+undervalue what the heuristic's potential term sees, and so playing on.
 
 Variants: Gin Rummy and Knock Rummy (one deck, no table melds), where a hand plays out in a
 millisecond. Other presets have long hands with table melds; ``mc`` does not play them.
@@ -193,12 +194,17 @@ class MonteCarloPolicy:
                 return [by_left[0]]
             if "knock" not in self.search:
                 return candidates
+            if "play_on" not in self.search:
+                # The heuristic decides whether to knock; the search only which knock.
+                if not isinstance(default, Knock):
+                    return candidates
+                candidates = [default]
             # Every knock worth considering (they differ in what the defender can lay off),
-            # and the best discard, so knocking is weighed against playing on.
+            # and (``play_on``) the best discard, so knocking is weighed against playing on.
             for knock in by_left[: self.knock_candidates]:
                 if knock not in candidates:
                     candidates.append(knock)
-            if ranked and ranked[0] not in candidates:
+            if "play_on" in self.search and ranked and ranked[0] not in candidates:
                 candidates.append(ranked[0])
         return candidates
 

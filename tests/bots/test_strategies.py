@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import random
 
-from bots.policies.heuristic import HeuristicPolicy, undercut_risk
+import msgspec
+import pytest
+
+from bots.policies.heuristic import HeuristicPolicy, opponent_alarm, undercut_risk
+from bots.policies.mc import MonteCarloPolicy
 from bots.policies.simple import SimplePolicy
 from protocol.cards import is_joker
 from server.engine import (
@@ -21,6 +25,7 @@ from server.engine import (
     legal_actions,
     make_rules,
     parse_card,
+    redact,
     view,
 )
 from server.engine.solver import discard_deadwoods
@@ -122,3 +127,88 @@ def test_heuristic_keeps_a_joker_it_cannot_meld_yet() -> None:
     command = _choose(HeuristicPolicy(), state, 0)
     assert isinstance(command, Discard)
     assert not is_joker(command.card)
+
+
+def _knock_position(opponent_throws: str, policy: HeuristicPolicy | MonteCarloPolicy) -> State:
+    """Seat 1 draws 9H and could knock with 9 deadwood (throwing KH) after seat 0 drew and
+    threw ``opponent_throws``; ``policy`` saw seat 1's views and every event from seat 1."""
+    state = deal(
+        GIN,
+        ["2C 4C 6C 8C TH QC 2D 4D 6D 8D", "AC AD AH 5S 6S 7S 9C TC JC KH"],
+        "3H",
+        stock=f"QS {opponent_throws} 9H",
+    )
+    moves: list[tuple[int, Command]] = [
+        (1, Pass()),
+        (0, Pass()),
+        (1, DrawStock()),  # QS
+        (1, Discard(parse_card("QS"))),
+        (0, DrawStock()),
+        (0, Discard(parse_card(opponent_throws))),
+        (1, DrawStock()),  # 9H
+    ]
+    tracker = policy.tracker if isinstance(policy, HeuristicPolicy) else policy.heuristic.tracker
+    for seat, command in moves:
+        if seat == 1:
+            seen = view(state, 1)
+            tracker.sync(seen)
+            tracker.note_command(seen, command)
+        for event in decide(state, seat, command):
+            policy.observe(1, redact(state, event, 1))
+            state = evolve(state, event)
+    return state
+
+
+def _knock_choice(
+    policy: HeuristicPolicy | MonteCarloPolicy, opponent_throws: str, stock: int
+) -> Command:
+    """Seat 1's choice in ``_knock_position`` as if ``stock`` cards were left."""
+    state = _knock_position(opponent_throws, policy)
+    seen = msgspec.structs.replace(view(state, 1), stock_size=stock)
+    return policy.choose(state.rules, seen, legal_actions(state, 1), random.Random(0))
+
+
+def test_heuristic_knocks_early_but_not_late_with_nine_deadwood() -> None:
+    """Early (27 cards left) the undercut risk of 9 deadwood is small: knock; with 6 left it is
+    too high: play on."""
+    assert Knock(card=parse_card("KH")) == _knock_choice(HeuristicPolicy(), "KS", 27)
+    assert isinstance(_knock_choice(HeuristicPolicy(), "KS", 6), Discard)
+
+
+def test_heuristic_knocks_less_after_the_opponent_throws_low_cards() -> None:
+    """With 25 cards left, 9 deadwood is a knock when the opponent last threw a king, not when
+    he threw an ace (his loose cards are then low: an undercut is likelier)."""
+    assert Knock(card=parse_card("KH")) == _knock_choice(HeuristicPolicy(), "KS", 25)
+    assert isinstance(_knock_choice(HeuristicPolicy(), "AS", 25), Discard)
+
+
+def test_opponent_alarm_grows_as_his_last_discard_gets_lower() -> None:
+    """No discard yet: 0; after a king 0.1; after an ace 1."""
+    alarms = []
+    for throws in ("KS", "AS"):
+        policy = HeuristicPolicy()
+        state = _knock_position(throws, policy)
+        seen = view(state, 1)
+        alarms.append(opponent_alarm(GIN, seen, policy.tracker.sync(seen)))
+    fresh = deal(GIN, ["2C 4C 6C 8C TH QC 2D 4D 6D 8D", "AC AD AH 5S 6S 7S 9C TC JC KH"], "3H")
+    first = view(fresh, 1)
+    assert [0.1, 1.0] == pytest.approx(alarms)
+    assert 0.0 == opponent_alarm(GIN, first, HeuristicPolicy().tracker.sync(first))
+
+
+def test_mc_leaves_whether_to_knock_to_the_heuristic() -> None:
+    """``mc`` knocks where the heuristic knocks (it only searches which knock) and plays on
+    where the heuristic plays on."""
+    assert isinstance(_knock_choice(MonteCarloPolicy(budget_ms=50), "KS", 27), Knock)
+    assert isinstance(_knock_choice(MonteCarloPolicy(budget_ms=50), "KS", 6), Discard)
+
+
+def test_mc_weighs_knocking_against_playing_on_only_when_asked() -> None:
+    """With ``play_on`` the late knock is searched against the best discard: the choice is the
+    knock or a discard, and legal."""
+    policy = MonteCarloPolicy(
+        budget_ms=50, samples=8, min_samples=4, search=frozenset({"knock", "play_on", "wall"})
+    )
+    command = _knock_choice(policy, "KS", 6)
+    assert command in legal_actions(_knock_position("KS", HeuristicPolicy()), 1)
+    assert isinstance(command, Discard) or Knock(card=parse_card("KH")) == command
