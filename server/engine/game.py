@@ -587,7 +587,7 @@ def _layoff_actions(state: State, seat: int) -> list[Command]:
         for target, face in ends:
             if not joker and face != own:
                 continue
-            key = (card_face(card), card == forbidden, target, face)
+            key = (own, card == forbidden, target, face)
             if key in seen:
                 continue
             seen.add(key)

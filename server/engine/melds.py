@@ -138,7 +138,7 @@ def _candidate_windows(
     last = positions if ace is not AceMode.AROUND else positions + MAX_RUN - 1
     per_suit = [0] * 4
     for face in held_set:
-        per_suit[face // 13] += 1
+        per_suit[face_suit(face)] += 1
     for suit in range(4):
         if per_suit[suit] < max(min_natural, 3 - max_jokers):
             continue
@@ -343,7 +343,18 @@ def enumerate_melds(
     max_jokers = len(jokers_all)
     result: dict[tuple[tuple[Card, ...], tuple[Face, ...]], Meld] = {}
 
-    def add(naturals: Sequence[Card], natural_faces: Sequence[Face], fill: Sequence[Face]) -> None:
+    def add(
+        naturals: Sequence[Card],
+        natural_faces: Sequence[Face],
+        fill: Sequence[Face],
+        canonical: MeldKind | None = None,
+    ) -> None:
+        """Every meld of ``naturals`` and jokers standing for ``fill``. ``canonical``: with no
+        fill, the naturals already are such a meld in canonical order (no need to check)."""
+        if canonical is not None and not fill:
+            meld = Meld(canonical, tuple(naturals), tuple(natural_faces))
+            result.setdefault((meld.cards, meld.faces), meld)
+            return
         for jokers in joker_choices:
             if len(jokers) != len(fill):
                 continue
@@ -365,16 +376,15 @@ def enumerate_melds(
                 for natural_faces in itertools.combinations(present, natural_count):
                     missing = [face for face in suits if face not in natural_faces]
                     for fill in itertools.combinations(missing, joker_count):
+                        # Natural faces in suit order: a set's canonical order.
                         for naturals in itertools.product(*(groups[f] for f in natural_faces)):
-                            if fill:
-                                add(naturals, natural_faces, fill)
-                            else:  # natural faces in suit order: already canonical
-                                meld = Meld(MeldKind.SET, naturals, natural_faces)
-                                result.setdefault((naturals, natural_faces), meld)
+                            add(naturals, natural_faces, fill, MeldKind.SET)
     # Runs: a window is a candidate when the jokers can fill what the hand lacks.
     for window in _candidate_windows(groups.keys(), rules.ace, max_jokers, min_natural):
         length = len(window)
         present = [face for face in window if face in groups]
+        # A window is in run order, but a whole suit may start anywhere: check that one.
+        canonical = MeldKind.RUN if length < MAX_RUN else None
         for natural_count in range(min_natural, len(present) + 1):
             joker_count = length - natural_count
             if joker_count > max_jokers:
@@ -382,11 +392,7 @@ def enumerate_melds(
             for natural_faces in itertools.combinations(present, natural_count):
                 gaps = [face for face in window if face not in natural_faces]
                 for naturals in itertools.product(*(groups[f] for f in natural_faces)):
-                    if gaps or length >= MAX_RUN:
-                        add(naturals, natural_faces, gaps)
-                    else:  # a gapless window is in run order (a whole suit may start anywhere)
-                        meld = Meld(MeldKind.RUN, naturals, natural_faces)
-                        result.setdefault((naturals, natural_faces), meld)
+                    add(naturals, natural_faces, gaps, canonical)
     return [result[key] for key in sorted(result)]
 
 

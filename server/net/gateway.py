@@ -84,8 +84,9 @@ from server.tables.timers import Clock, SystemClock
 __all__ = ["Gateway", "Limits", "RateLimiter"]
 
 _log = logging.getLogger(__name__)
-_events = get_logger("ramino.gateway")
-_events_level = logging.getLogger("ramino.gateway")
+_EVENTS = "ramino.gateway"
+_events = get_logger(_EVENTS)
+_events_level = logging.getLogger(_EVENTS)
 """The standard logger behind ``_events``: asked before building a per-request line."""
 SERVER_NAME = "ramino/0.1"
 
