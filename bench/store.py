@@ -313,6 +313,8 @@ class Measured:
     transactions: int
     requests: int
     commit_seconds: list[float]
+    checkpoint_seconds: list[float]
+    """The SQLite writer's WAL checkpoints, run between commits (none for PostgreSQL)."""
 
     @property
     def batch(self) -> float:
@@ -323,10 +325,11 @@ class Measured:
 async def measure(window: Window, stats: StoreStats, warmup: float, seconds: float) -> Measured:
     """Let the tasks warm up, then record for ``seconds``; return the store's counters."""
     await asyncio.sleep(warmup)
-    transactions, requests, commits = (
+    transactions, requests, commits, checkpoints = (
         stats.transactions,
         stats.appends,
         len(stats.commit_seconds),
+        len(stats.checkpoint_seconds),
     )
     window.recording = True
     started = time.perf_counter()
@@ -338,6 +341,7 @@ async def measure(window: Window, stats: StoreStats, warmup: float, seconds: flo
         stats.transactions - transactions,
         stats.appends - requests,
         stats.commit_seconds[commits:],
+        stats.checkpoint_seconds[checkpoints:],
     )
 
 
@@ -898,11 +902,16 @@ def print_store_table(results: Sequence[StoreResult]) -> None:
     print(
         f"{'store':9}{'tables':>7}{'run':>5}{'offered':>9}{'events/s':>10}{'appends/s':>10}"
         f"{'txns':>8}{'appends/txn':>12}{'append p50':>11}{'p99 ms':>8}{'commit p50':>11}"
-        f"{'p99 ms':>8}{'writer busy':>12}"
+        f"{'p99 ms':>8}{'checkpoints':>12}{'p99 ms':>8}{'writer busy':>12}"
     )
     for result in results:
         measured = result.measured
-        busy = sum(measured.commit_seconds) / measured.seconds
+        busy = (sum(measured.commit_seconds) + sum(measured.checkpoint_seconds)) / measured.seconds
+        checkpoint_p99 = (
+            milliseconds(percentile(measured.checkpoint_seconds, 0.99))
+            if measured.checkpoint_seconds
+            else "-"
+        )
         print(
             f"{result.store:9}{result.tables:>7,}{result.run:>5}{result.offered:>9}"
             f"{result.events_per_s:>10,.0f}"
@@ -910,7 +919,8 @@ def print_store_table(results: Sequence[StoreResult]) -> None:
             f"{milliseconds(percentile(result.window.latencies, 0.5)):>11}"
             f"{milliseconds(result.append_p99):>8}"
             f"{milliseconds(percentile(measured.commit_seconds, 0.5)):>11}"
-            f"{milliseconds(result.commit_p99):>8}{busy:>12.0%}"
+            f"{milliseconds(result.commit_p99):>8}{len(measured.checkpoint_seconds):>12,}"
+            f"{checkpoint_p99:>8}{busy:>12.0%}"
         )
 
 
@@ -987,7 +997,8 @@ async def main_async(arguments: argparse.Namespace) -> None:
     print(
         "(offered: appends/s the tables offer, Poisson; max: each table appends back to back, "
         "so latency = tables / throughput; append: the caller's await, queueing included; "
-        "commit: the store's commit_seconds, BEGIN to COMMIT; writer busy: their sum / window)"
+        "commit: the store's commit_seconds, BEGIN to COMMIT; checkpoints: the SQLite writer's "
+        "WAL checkpoints between commits; writer busy: commits and checkpoints / window)"
     )
 
     print()

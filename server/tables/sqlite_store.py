@@ -23,6 +23,14 @@ Only after ``COMMIT`` returns, with the WAL synced, are the callers answered, wi
 ``call_soon_threadsafe`` per batch (and event loop): an acknowledged append survives
 ``kill -9``.
 
+The writer checkpoints the WAL itself, after answering a batch, instead of letting SQLite do
+it inside the ``COMMIT`` that crosses ``wal_autocheckpoint`` pages: that commit's callers would
+wait for the checkpoint's copy and its sync of the database file, several times a lone commit
+(docs/performance.md). It runs a ``PASSIVE`` checkpoint every so many commits, as many as
+write about ``CHECKPOINT_FRAMES`` WAL frames at the rate the last checkpoint saw, so the WAL
+stays as small as SQLite's default would keep it. Requests that arrive meanwhile wait for the
+next commit, as they would behind a slow commit.
+
 Reads go to a second connection on a reader thread; WAL lets them run while the writer works.
 Several processes may share the file: ``BEGIN IMMEDIATE`` serialises their writers and the
 ``seq`` check inside the transaction reads the committed truth, so they cannot both append
@@ -112,6 +120,9 @@ CACHE_KIB = 65_536
 """Page cache of each connection (KiB). SQLite's default of 2 MiB holds the tail pages of a
 few hundred tables only: past that every append reads its pages back from the file."""
 
+CHECKPOINT_FRAMES = 1000
+"""WAL frames (pages) between checkpoints, about: SQLite's own ``wal_autocheckpoint`` default."""
+
 _HEADS_CACHED = 100_000
 """The most tables whose last seq the writer remembers (beyond that it starts over)."""
 
@@ -177,6 +188,9 @@ class SqliteStore:
         self._heads: dict[str, int] = {}
         self._data_version: int | None = None
         self._writer_connection = _connect(path)
+        self._writer_connection.execute("PRAGMA wal_autocheckpoint=0")  # the writer does it
+        self._commits_to_checkpoint = 16  # until the first checkpoint tells the rate
+        self._commits_since_checkpoint = 0
         self._writer_connection.executescript(_SCHEMA)
         self._writer_connection.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
@@ -315,6 +329,21 @@ class SqliteStore:
         self.stats.appends += len(batch)
         self.stats.commit_seconds.append(time.perf_counter() - started)
         _answer(answers)
+        self._commits_since_checkpoint += 1
+        if self._commits_since_checkpoint >= self._commits_to_checkpoint:
+            self._checkpoint(connection)
+
+    def _checkpoint(self, connection: sqlite3.Connection) -> None:
+        """Copy the WAL back into the database file, and plan the next checkpoint."""
+        started = time.perf_counter()
+        try:
+            _, frames, _ = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error:  # busy or broken: the next commit's checkpoint tries again
+            return
+        self.stats.checkpoint_seconds.append(time.perf_counter() - started)
+        per_commit = max(frames, 1) / self._commits_since_checkpoint
+        self._commits_to_checkpoint = max(1, round(CHECKPOINT_FRAMES / per_commit))
+        self._commits_since_checkpoint = 0
 
     def _last_seqs(self, connection: sqlite3.Connection, table_ids: set[str]) -> dict[str, int]:
         """The last seq of each of ``table_ids``; the caller holds the write lock."""

@@ -67,6 +67,8 @@ class StoreStats:
     transactions: int = 0
     appends: int = 0
     commit_seconds: list[float] = field(default_factory=list)
+    checkpoint_seconds: list[float] = field(default_factory=list)
+    """WAL checkpoints the SQLite writer ran between commits (none for PostgreSQL)."""
 
 
 class TableSummary(msgspec.Struct, frozen=True):

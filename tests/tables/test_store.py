@@ -292,3 +292,31 @@ async def test_the_url_options_reach_the_writer(tmp_path: Path) -> None:
         assert 7 == store.max_batch
     finally:
         await store.close()
+
+
+async def test_sqlite_the_writer_keeps_the_wal_small_between_commits(tmp_path: Path) -> None:
+    """The writer checkpoints the WAL itself (SQLite's own checkpoint inside a COMMIT is off),
+    often enough that the WAL stays near ``CHECKPOINT_FRAMES`` pages, and nothing is lost."""
+    from server.tables.sqlite_store import CHECKPOINT_FRAMES
+
+    path = tmp_path / "checkpoints.db"
+    store = await SqliteStore.open(str(path))
+    payload = bytes(600)
+    try:
+
+        async def table(index: int) -> int:
+            last = 0
+            for _ in range(12):
+                last = await store.append(f"t{index}", last, _events(payload, payload))
+            return last
+
+        lasts = await asyncio.gather(*(table(index) for index in range(300)))
+        assert {24} == set(lasts)
+        assert store.stats.checkpoint_seconds  # the writer ran its checkpoints
+        (page_size,) = store._writer_connection.execute("PRAGMA page_size").fetchone()
+        largest_commit = 64 * 4  # generous: two event rows and a summary per append
+        wal = path.with_name(path.name + "-wal").stat().st_size
+        assert wal <= (CHECKPOINT_FRAMES * 2 + largest_commit) * (page_size + 24)
+        assert 24 == len(await store.read("t299"))
+    finally:
+        await store.close()
