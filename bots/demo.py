@@ -189,9 +189,11 @@ def _epilogue(out: TextIO, options: DemoOptions, stats: Stats, broker: str) -> N
     print(
         f"\nPlay against the server yourself: `{ramino} serve` runs it (embedded broker,"
         " guests welcome) and prints its broker's address;\nthen connect any MQTT client as"
-        " described in docs/protocol.md to that address, for example:\n"
-        f"  {python} {client} --broker mqtt://127.0.0.1:1883 "
-        "--user me --password any --create gin\n"
+        " described in docs/protocol.md to that address (1883 when it is free), for example:\n"
+        f"  {python} {client} --broker mqtt://127.0.0.1:PORT "
+        "--user me --password any --create knock\n"
+        "and a second player, in another terminal, with --user you --join TABLE (the id the"
+        " first prints).\n"
         f"(this demo's broker, {broker}, stopped with it).",
         file=out,
     )

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import random
 import secrets
+import socket
 import sys
 from typing import Any
 from urllib.parse import urlsplit
@@ -173,7 +174,7 @@ async def play(connection: Connection, args: argparse.Namespace) -> None:
         if state["legal"]:  # our move: any of the ready-made legal commands will do
             command = rng.choice(state["legal"])
             if args.verbose:
-                print(f"{args.user} plays {command}", file=sys.stderr)
+                print(f"{args.user} plays {describe(command)}", file=sys.stderr)
             reply = await connection.request(command, table.id, seq=state["seq"])
             if reply["ok"]:
                 refusals = 0
@@ -185,6 +186,31 @@ async def play(connection: Connection, args: argparse.Namespace) -> None:
             if refusals > 20:
                 raise Failed(f"refused {refusals} times in a row: {reply['message']}")
             await table.resync(connection)
+
+
+def card_name(card: int) -> str:
+    """``7H``, ``TD``, ``JK2``: the text form of a card int (docs/protocol.md §5)."""
+    if card < 0:
+        return "-"  # no card (a big gin's discard) or a hidden one
+    face, copy = card & 63, card >> 6
+    name = "JK" if face == 52 else "A23456789TJQK"[face % 13] + "CDHS"[face // 13]
+    return name + (str(copy + 1) if copy else "")
+
+
+def describe(command: Message) -> str:
+    """A command as a person reads it: ``discard 7H``, ``meld [7H 8H 9H]``, ``lay_off 9H
+    target=2 face=34``."""
+    words = [command["type"]]
+    for key, value in command.items():
+        if key == "type":
+            continue
+        if key == "card" and isinstance(value, int):
+            words.append(card_name(value))
+        elif key == "melds" and isinstance(value, list):
+            words += ["[" + " ".join(map(card_name, meld["cards"])) + "]" for meld in value]
+        else:
+            words.append(f"{key}={value}")
+    return " ".join(words)
 
 
 def option_value(pair: str) -> tuple[str, bool | int | str]:
@@ -223,6 +249,9 @@ async def main(args: argparse.Namespace) -> int:
             password=args.password,
             protocol=aiomqtt.ProtocolVersion.V311,
             will=aiomqtt.Will(presence, offline, qos=1),  # the broker says it if we vanish
+            # Small messages both ways: without TCP_NODELAY, Nagle's algorithm holds a command
+            # back until the broker acknowledges the last packet (up to 40 ms a move).
+            socket_options=((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),),
         ) as mqtt:
             connection = Connection(mqtt, args.user)
             await mqtt.subscribe(f"{PREFIX}/inbox/{args.user}", qos=1)
