@@ -71,6 +71,7 @@ from bots.policies.base import find_policy
 from protocol import topics
 from protocol.client import Client, RequestFailed
 from protocol.game import Command
+from protocol.runtime import tune_gc
 from protocol.transport import Message, Transport, parse_broker_url
 from server.engine import Rules, make_rules
 from server.net.accounts import Accounts, random_password
@@ -439,6 +440,7 @@ def run_worker(spec: WorkerSpec, connection: multiprocessing.connection.Connecti
     logging.getLogger("gmqtt").setLevel(logging.ERROR)
     if spec.nice:
         os.nice(spec.nice)
+    tune_gc()  # as `ramino bots` does: the players' collector pauses are not the server's
     asyncio.run(worker_main(spec, connection))
 
 

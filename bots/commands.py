@@ -11,6 +11,7 @@ import time
 
 from bots.client import Stats, TablePlan, run_bots
 from bots.demo import DEMO_STORE, DemoOptions, run_demo
+from protocol.runtime import tune_gc
 from protocol.transport import TransportError
 from server.engine import VARIANTS, find_variant
 from server.net.embedded import BrokerPortBusy
@@ -95,6 +96,7 @@ def _command_bots(args: argparse.Namespace) -> int:
 async def _bots(
     args: argparse.Namespace, plans: list[TablePlan], tables: list[str], stats: Stats
 ) -> int:
+    tune_gc()  # many clients in one process: no long collector pauses
     task = asyncio.create_task(
         run_bots(
             args.broker,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bots.client import Stats, TablePlan, TableProgress, run_bots
+from protocol.runtime import tune_gc
 from server.engine import make_rules
 from server.net.serve import ServeConfig, running
 
@@ -60,6 +61,7 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     async with running(
         ServeConfig(broker="embedded", store=options.store, port=options.port)
     ) as server:
+        tune_gc()  # server and bots in one process: no long collector pauses
         broker = server.address.url
         print(f"Ramino demo: embedded broker on {broker}, store {options.store}", file=out)
         print(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from protocol import topics
 from protocol.codec import encode
 from protocol.messages import PROTOCOL_VERSION, ServerStatus
+from protocol.runtime import tune_gc
 from protocol.transport import BrokerAddress, Transport, parse_broker_url
 from server.net.accounts import Accounts
 from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
@@ -195,6 +196,7 @@ async def serve(config: ServeConfig, announce: Callable[[str], None] | None = No
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
     async with running(config) as server:
+        tune_gc()  # after start-up and recovery: no long collector pauses under load
         where = "embedded broker" if config.broker == "embedded" else "broker"
         announce(
             f"ramino: serving on {where} {server.address.url}, store {config.store}, "
