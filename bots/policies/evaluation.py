@@ -5,7 +5,8 @@ how much the next draw is expected to lower that (``potential``): for every card
 the deadwood after drawing it and throwing the best card, averaged. Cards that join no meld
 still count, since a low card can replace a high one. That one-step look-ahead values pairs,
 near-runs and low cards by the cards that can still complete them (a pair whose other two suits
-are gone is worth nothing).
+are gone is worth nothing). The same pass counts the draws after which a knock, or gin, is
+allowed (``knock chance``, ``gin_chance``).
 
 ``Knowledge`` turns a seat's view and memory into probabilities: how likely an opponent holds a
 card (known cards picked from the pile: certain; cards seen elsewhere: impossible; the rest:
@@ -134,7 +135,7 @@ class GinEvaluator:
         self.meld_rules = rules.meld_rules
         self.values = rules.values
         self.unseen = tuple(unseen)
-        self._cache: dict[tuple[Card, ...], tuple[int, float, float]] = {}
+        self._cache: dict[tuple[Card, ...], tuple[int, float, float, float]] = {}
 
     def deadwood(self, hand: Iterable[Card]) -> int:
         """Least deadwood of ``hand``."""
@@ -144,6 +145,15 @@ class GinEvaluator:
         """``(deadwood, potential, knock chance)`` of a 10-card ``hand``: potential is the
         expected fall of the deadwood after one draw from the unseen cards and the best
         discard; knock chance the share of those draws after which a knock is allowed."""
+        now, potential, knock, _ = self._judge(hand)
+        return now, potential, knock
+
+    def gin_chance(self, hand: Sequence[Card]) -> float:
+        """The share of next draws (from the unseen cards) after which ``hand`` (10 cards)
+        can go gin: no deadwood left after the best discard."""
+        return self._judge(hand)[3]
+
+    def _judge(self, hand: Sequence[Card]) -> tuple[int, float, float, float]:
         key = tuple(sorted(hand))
         cached = self._cache.get(key)
         if cached is not None:
@@ -154,7 +164,7 @@ class GinEvaluator:
         drop = now - min(after.values()) if after else 0
         faces = {card_face(card) for card in key}
         total = 0.0
-        knocks = 0
+        knocks = gins = 0
         for card in self.unseen:
             value = values[card_face(card)]
             if fast_joins_meld(faces, card):
@@ -166,10 +176,16 @@ class GinEvaluator:
                 total += gain
                 if now - gain <= limit:
                     knocks += 1
+                if now == gain:
+                    gins += 1
             elif now <= limit:
                 knocks += 1
+                if now == 0:
+                    gins += 1
         count = len(self.unseen)
-        result = (now, total / count, knocks / count) if count else (now, 0.0, 0.0)
+        result = (
+            (now, total / count, knocks / count, gins / count) if count else (now, 0.0, 0.0, 0.0)
+        )
         self._cache[key] = result
         return result
 

@@ -7,7 +7,13 @@ import random
 import msgspec
 import pytest
 
-from bots.policies.heuristic import HeuristicPolicy, opponent_alarm, undercut_risk
+from bots.policies.heuristic import (
+    GinParameters,
+    GinTurn,
+    HeuristicPolicy,
+    opponent_alarm,
+    undercut_risk,
+)
 from bots.policies.mc import MonteCarloPolicy
 from bots.policies.simple import SimplePolicy
 from protocol.cards import is_joker
@@ -168,18 +174,36 @@ def _knock_choice(
     return policy.choose(state.rules, seen, legal_actions(state, 1), random.Random(0))
 
 
+_NO_GIN_WAIT = GinParameters(gin_wait=0.0)
+"""The knock rule without waiting for gin (``_knock_position`` has live gin cards)."""
+
+
 def test_heuristic_knocks_early_but_not_late_with_nine_deadwood() -> None:
     """Early (27 cards left) the undercut risk of 9 deadwood is small: knock; with 6 left it is
     too high: play on."""
-    assert Knock(card=parse_card("KH")) == _knock_choice(HeuristicPolicy(), "KS", 27)
-    assert isinstance(_knock_choice(HeuristicPolicy(), "KS", 6), Discard)
+    assert Knock(card=parse_card("KH")) == _knock_choice(HeuristicPolicy(_NO_GIN_WAIT), "KS", 27)
+    assert isinstance(_knock_choice(HeuristicPolicy(_NO_GIN_WAIT), "KS", 6), Discard)
 
 
 def test_heuristic_knocks_less_after_the_opponent_throws_low_cards() -> None:
     """With 25 cards left, 9 deadwood is a knock when the opponent last threw a king, not when
     he threw an ace (his loose cards are then low: an undercut is likelier)."""
-    assert Knock(card=parse_card("KH")) == _knock_choice(HeuristicPolicy(), "KS", 25)
-    assert isinstance(_knock_choice(HeuristicPolicy(), "AS", 25), Discard)
+    assert Knock(card=parse_card("KH")) == _knock_choice(HeuristicPolicy(_NO_GIN_WAIT), "KS", 25)
+    assert isinstance(_knock_choice(HeuristicPolicy(_NO_GIN_WAIT), "AS", 25), Discard)
+
+
+def test_heuristic_waits_for_gin_instead_of_knocking() -> None:
+    """Early, 9 deadwood in one loose card (9H) and five unseen cards that would go gin (AS, 4S,
+    8S, 8C, QC of 38): the knock gives up a gin chance of 0.13, so the heuristic plays on
+    (throwing KH and keeping 9H for the gin draw); without ``gin_wait`` it knocks."""
+    policy = HeuristicPolicy()
+    state = _knock_position("KS", policy)
+    seen = view(state, 1)
+    turn = GinTurn(GIN, seen, legal_actions(state, 1), policy.tracker.sync(seen), policy.gin)
+    kept = [card for card in seen.hand if card != parse_card("KH")]
+    assert 5 / 38 == pytest.approx(turn.evaluator.gin_chance(kept))
+    assert Discard(card=parse_card("KH")) == _knock_choice(HeuristicPolicy(), "KS", 27)
+    assert isinstance(_knock_choice(HeuristicPolicy(_NO_GIN_WAIT), "KS", 27), Knock)
 
 
 def test_opponent_alarm_grows_as_his_last_discard_gets_lower() -> None:
@@ -199,8 +223,12 @@ def test_opponent_alarm_grows_as_his_last_discard_gets_lower() -> None:
 def test_mc_leaves_whether_to_knock_to_the_heuristic() -> None:
     """``mc`` knocks where the heuristic knocks (it only searches which knock) and plays on
     where the heuristic plays on."""
-    assert isinstance(_knock_choice(MonteCarloPolicy(budget_ms=50), "KS", 27), Knock)
-    assert isinstance(_knock_choice(MonteCarloPolicy(budget_ms=50), "KS", 6), Discard)
+    for gin in (_NO_GIN_WAIT, GinParameters()):
+        early, late = MonteCarloPolicy(budget_ms=50), MonteCarloPolicy(budget_ms=50)
+        early.heuristic.gin = late.heuristic.gin = gin
+        knocks = isinstance(_knock_choice(HeuristicPolicy(gin), "KS", 27), Knock)
+        assert knocks == isinstance(_knock_choice(early, "KS", 27), Knock)
+        assert isinstance(_knock_choice(late, "KS", 6), Discard)
 
 
 def test_mc_weighs_knocking_against_playing_on_only_when_asked() -> None:
