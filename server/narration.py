@@ -125,5 +125,6 @@ def describe_event(
             return f"hand {hand} over: {head}; points: {scored}"
         case GameEnded(winners=winners, totals=totals):
             board = ", ".join(f"{who(seat)} {total}" for seat, total in enumerate(totals))
-            return f"game over: {' and '.join(who(seat) for seat in winners)} won; totals: {board}"
+            won = " and ".join(who(seat) for seat in winners)
+            return f"game over: {won} won; final totals: {board}"
     return repr(event)  # pragma: no cover
