@@ -141,19 +141,16 @@ class GinEvaluator:
         """Least deadwood of ``hand``."""
         return deadwood(tuple(hand), self.meld_rules, self.values)
 
-    def judge(self, hand: Sequence[Card]) -> tuple[int, float, float]:
-        """``(deadwood, potential, knock chance)`` of a 10-card ``hand``: potential is the
-        expected fall of the deadwood after one draw from the unseen cards and the best
-        discard; knock chance the share of those draws after which a knock is allowed."""
-        now, potential, knock, _ = self._judge(hand)
-        return now, potential, knock
-
     def gin_chance(self, hand: Sequence[Card]) -> float:
         """The share of next draws (from the unseen cards) after which ``hand`` (10 cards)
-        can go gin: no deadwood left after the best discard."""
-        return self._judge(hand)[3]
+        can go gin: no deadwood left after the best discard (``judge``'s last figure)."""
+        return self.judge(hand)[3]
 
-    def _judge(self, hand: Sequence[Card]) -> tuple[int, float, float, float]:
+    def judge(self, hand: Sequence[Card]) -> tuple[int, float, float, float]:
+        """``(deadwood, potential, knock chance, gin chance)`` of a 10-card ``hand``:
+        potential is the expected fall of the deadwood after one draw from the unseen cards
+        and the best discard; knock chance and gin chance the shares of those draws after
+        which a knock, and gin, are allowed. One pass over the unseen cards finds all three."""
         key = tuple(sorted(hand))
         cached = self._cache.get(key)
         if cached is not None:

@@ -194,12 +194,11 @@ class GinTurn:
         self.alarm = opponent_alarm(rules, seen, memory)
 
     def score(self, hand: Sequence[Card], thrown: Card | None) -> float:
-        """Lower is better: deadwood, less potential and knock chance, plus the danger of
-        ``thrown``."""
-        now, potential, knock = self.evaluator.judge(hand)
+        """Lower is better: deadwood, less potential, knock chance and gin chance, plus the
+        danger of ``thrown``."""
+        now, potential, knock, gin = self.evaluator.judge(hand)
         danger = self.knowledge.danger(thrown) if thrown is not None else 0.0
         parameters = self.parameters
-        gin = self.evaluator.gin_chance(hand) if parameters.gin_chance else 0.0
         return (
             now
             - parameters.potential * potential
@@ -231,9 +230,8 @@ class GinTurn:
         best_take = min(
             self.score([held for held in hand if held != card] + [upcard], card) for card in hand
         )
-        now, potential, knock = self.evaluator.judge(hand)
+        now, potential, knock, gin = self.evaluator.judge(hand)
         parameters = self.parameters
-        gin = self.evaluator.gin_chance(hand) if parameters.gin_chance else 0.0
         stock = (
             now
             - (1 + parameters.potential) * potential
@@ -253,16 +251,17 @@ class GinTurn:
             card: self.score([held for held in hand if held != card], card)
             for card in {*discards, *knocks}
         }
+        thrown = min(discards, key=lambda card: (scores[card], card)) if discards else None
         if knocks:
             left = discard_deadwoods(hand, self.rules.meld_rules, self.rules.values)
             best = min(knocks, key=lambda card: (left[card], scores[card], card))
-            on: list[Card] | None = None
-            if discards:
-                keep = min(discards, key=lambda card: (scores[card], card))
-                on = [card for card in hand if card != keep]
-            if not discards or self.knock_worth_it(left[best], wall=False, on=on):
+            if thrown is None:
                 return knocks[best]
-        return discards[min(discards, key=lambda card: (scores[card], card))]
+            on = [card for card in hand if card != thrown]  # the hand if it plays on
+            if self.knock_worth_it(left[best], wall=False, on=on):
+                return knocks[best]
+        assert thrown is not None, "a Gin Rummy turn can always discard or knock"
+        return discards[thrown]
 
     def knock_worth_it(self, left: int, wall: bool, on: Sequence[Card] | None = None) -> bool:
         """Whether knocking with ``left`` deadwood beats playing on (keeping ``on``): the
@@ -313,7 +312,7 @@ class KnockTurn:
         """Lower is better (as ``GinTurn.score``)."""
         if not self.plain:
             return float(deadwood(hand, self.rules.meld_rules, self.rules.values))
-        now, potential, knock = self.evaluator.judge(hand)
+        now, potential, knock, _ = self.evaluator.judge(hand)
         danger = self.knowledge.danger(thrown) if thrown is not None else 0.0
         return now - potential - 5 * knock + 3 * danger
 
