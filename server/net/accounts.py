@@ -42,8 +42,13 @@ class AccountsError(ValueError):
 
 
 def random_password() -> str:
-    """A fresh random password: 24 URL-safe characters (144 bits)."""
-    return secrets.token_urlsafe(18)
+    """A fresh random password: 24 URL-safe characters (about 144 bits), never starting with
+    ``-``: it is meant to be pasted after ``--password`` on a command line, where a leading
+    dash reads as an option (one password in 64 would)."""
+    while True:
+        password = secrets.token_urlsafe(18)
+        if not password.startswith("-"):
+            return password
 
 
 def _pbkdf2_hash(password: str, salt: bytes, iterations: int) -> bytes:

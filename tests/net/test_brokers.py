@@ -417,6 +417,14 @@ def test_accounts_file_is_mosquitto_format_private_and_replaced_whole(tmp_path: 
     assert ["passwords"] == [entry.name for entry in tmp_path.iterdir()]
 
 
+def test_a_random_password_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A password is pasted after ``--password``, where a leading dash reads as an option: the
+    draws that start with one are thrown away."""
+    draws = iter(["-dashed", "-again", "plain-after"])
+    monkeypatch.setattr("server.net.accounts.secrets.token_urlsafe", lambda _: next(draws))
+    assert "plain-after" == random_password()
+
+
 def test_missing_accounts_file_is_empty(tmp_path: Path) -> None:
     """No file yet: no accounts."""
     assert [] == Accounts.load(tmp_path / "absent").names()
