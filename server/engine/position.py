@@ -104,18 +104,16 @@ from fractions import Fraction
 from protocol.cards import (
     Card,
     Face,
-    card_face,
     format_card,
-    format_face,
     is_joker,
     make_deck,
     parse_card,
-    parse_face,
 )
 from protocol.game import HandEnded, MeldSpec
 from server.engine.errors import InvalidMeldError, NotationError, VariantError
 from server.engine.game import NO_CARD, Phase, State, TableMeld
 from server.engine.melds import check_meld
+from server.engine.notation import format_declared, format_melds, parse_declared
 from server.engine.variants import Rules, find_variant, make_rules, parse_option_value
 
 __all__ = [
@@ -193,8 +191,7 @@ _ANSWER = re.compile(r"^(?:-1|[0-9]+)$")
 _AMOUNT = re.compile(r"^-?[0-9]+(?:/[0-9]+)?$")
 _WORD = re.compile(r"^[a-z0-9_]+$")
 _BITS = re.compile(r"^[01]+$")
-_PLACED = re.compile(r"^([0-9]+):([^=]+)(?:=(.*))?$")
-_SHOWN = re.compile(r"^([^=]+)(?:=(.*))?$")
+_PLACED = re.compile(r"^([0-9]+):(.+)$")
 
 
 # Writing ---------------------------------------------------------------------------------------
@@ -311,16 +308,8 @@ def _format_hands(hands: Sequence[Sequence[Card]]) -> str:
     return "/".join(_format_cards(hand) for hand in hands) or _NONE
 
 
-def _format_declared(card: Card, face: Face) -> str:
-    """A card, with ``=`` and the face it stands for when that is not its own (a joker)."""
-    text = format_card(card)
-    if is_joker(card) or card_face(card) != face:
-        text = f"{text}={format_face(face)}"
-    return text
-
-
 def _format_placed(owner: int, card: Card, face: Face) -> str:
-    return f"{owner}:{_format_declared(card, face)}"
+    return f"{owner}:{format_declared(card, face)}"
 
 
 def _format_melds(melds: Sequence[TableMeld]) -> str:
@@ -340,20 +329,7 @@ def _format_melds(melds: Sequence[TableMeld]) -> str:
 
 def _format_shown(shown: Sequence[Sequence[MeldSpec]]) -> str:
     """Per seat (joined by ``/``) the melds shown (joined by ``|``); ``-`` for none."""
-    return (
-        "/".join(
-            "|".join(
-                ".".join(
-                    _format_declared(card, face)
-                    for card, face in zip(spec.cards, spec.faces, strict=True)
-                )
-                for spec in melds
-            )
-            or _NONE
-            for melds in shown
-        )
-        or _NONE
-    )
+    return "/".join(format_melds(melds) for melds in shown) or _NONE
 
 
 def _format_result(result: HandEnded | None) -> str:
@@ -569,6 +545,17 @@ def _parse_card(field: str, text: str) -> Card:
         raise _bad(field, text, "not a card") from exc
 
 
+def _parse_declared(field: str, text: str) -> tuple[Card, Face]:
+    """A card of a meld, a joker with its declared face (``JK=7C``): see ``parse_declared``."""
+    try:
+        card, face = parse_declared(text)
+    except NotationError as exc:
+        raise _bad(field, text, f"expected a card, or JK=face for a joker: {exc.message}") from exc
+    if is_joker(face):
+        raise _bad(field, text, "a joker needs its declared face, as JK=7C")
+    return card, face
+
+
 def _parse_cards(field: str, text: str) -> tuple[Card, ...]:
     if text == _NONE:
         return ()
@@ -693,20 +680,11 @@ class _Reader:
             match = _PLACED.match(item)
             if match is None:
                 raise _bad("melds", item, "expected seat:card, or seat:JK=face for a joker")
-            owner_text, card_text, face_text = match.groups()
+            owner_text, declared = match.groups()
             owner = int(owner_text)
             if owner >= self.players:
                 raise _bad("melds", item, f"expected a seat 0-{self.players - 1} before the card")
-            card = _parse_card("melds", card_text)
-            if face_text is None:
-                if is_joker(card):
-                    raise _bad("melds", item, "a joker needs its declared face, as JK=7C")
-                face = card_face(card)
-            else:
-                try:
-                    face = parse_face(face_text)
-                except NotationError as exc:
-                    raise _bad("melds", item, "the declared face is not a face") from exc
+            card, face = _parse_declared("melds", declared)
             cards.append(card)
             faces.append(face)
             owner_of[card] = owner
@@ -809,20 +787,7 @@ class _Reader:
         cards: list[Card] = []
         faces: list[Face] = []
         for item in text.split("."):
-            match = _SHOWN.match(item)
-            if match is None:
-                raise _bad(field, item, "expected a card, or JK=face for a joker")
-            card_text, face_text = match.groups()
-            card = _parse_card(field, card_text)
-            if face_text is None:
-                if is_joker(card):
-                    raise _bad(field, item, "a joker needs its declared face, as JK=7C")
-                face = card_face(card)
-            else:
-                try:
-                    face = parse_face(face_text)
-                except NotationError as exc:
-                    raise _bad(field, item, "the declared face is not a face") from exc
+            card, face = _parse_declared(field, item)
             cards.append(card)
             faces.append(face)
         try:
