@@ -14,7 +14,7 @@ from server.engine import (
     Event,
     Knock,
     LayOff,
-    Meld,
+    MeldCommand,
     Pass,
     Rules,
     SwapJoker,
@@ -60,7 +60,7 @@ class GreedyPolicy:
         self, rules: Rules, seen: View, actions: Sequence[Command], rng: random.Random
     ) -> Command:
         """The greedy choice among ``actions``."""
-        melds = [action for action in actions if isinstance(action, Meld)]
+        melds = [action for action in actions if isinstance(action, MeldCommand)]
         if melds:
             return max(melds, key=lambda action: sum(len(spec.cards) for spec in action.melds))
         for action in actions:

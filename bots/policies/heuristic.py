@@ -47,7 +47,7 @@ from server.engine import (
     Event,
     Knock,
     LayOff,
-    Meld,
+    MeldCommand,
     Pass,
     Rules,
     SwapJoker,
@@ -506,14 +506,14 @@ class TableTurn:
 
     def meld(self) -> Command | None:
         """The lay-down that leaves the least unmatched, if it costs nothing."""
-        melds = [a for a in self.actions if isinstance(a, Meld)]
+        melds = [a for a in self.actions if isinstance(a, MeldCommand)]
         if not melds:
             return None
         hand = self.seen.hand
         required = self.seen.required
         now = self.deadwood(hand)
 
-        def left(action: Meld) -> tuple[int, int]:
+        def left(action: MeldCommand) -> tuple[int, int]:
             used = {card for spec in action.melds for card in spec.cards}
             rest = [card for card in hand if card not in used]
             return self.deadwood(rest), -len(used)

@@ -35,7 +35,7 @@ from server.engine import (
     Event,
     Knock,
     LayOff,
-    Meld,
+    MeldCommand,
     Pass,
     Rules,
     SwapJoker,
@@ -130,10 +130,10 @@ class SimplePolicy:
         for action in actions:
             if isinstance(action, SwapJoker):
                 return action
-        melds = [action for action in actions if isinstance(action, Meld)]
+        melds = [action for action in actions if isinstance(action, MeldCommand)]
         if melds:
 
-            def left(action: Meld) -> tuple[int, int]:
+            def left(action: MeldCommand) -> tuple[int, int]:
                 used = {card for spec in action.melds for card in spec.cards}
                 rest = [card for card in seen.hand if card not in used]
                 return deadwood(rest, rules.meld_rules, rules.values), -len(used)

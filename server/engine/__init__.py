@@ -1,5 +1,6 @@
 """The Ramino rules engine: pure, typed and sans-IO.
 
+Everything a bot author or an analyst needs is here; docs/engine.md is the guide, with examples.
 The game API has the OpenSpiel shape::
 
     state = new_game("basic", {"going_rummy": "plus10"}, seats=3)
@@ -13,11 +14,13 @@ The game API has the OpenSpiel shape::
             state = evolve(state, event)
 
 ``view(state, seat)`` and ``redact(state, event, seat)`` are the only ways hidden cards leave it.
+
+Names: ``Meld`` is a meld (cards and the faces they stand for, as ``check_meld`` or
+``parse_meld`` gives it); ``MeldCommand`` is the command that lays melds down and ``MeldSpec``
+the wire form of one meld. ``MeldShape`` is an older name of ``Meld``.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable, Sequence
 
 from protocol.cards import (
     JOKER,
@@ -54,7 +57,6 @@ from protocol.game import (
     Knocked,
     LaidOff,
     LayOff,
-    Meld,
     Melded,
     MeldSpec,
     Pass,
@@ -66,6 +68,16 @@ from protocol.game import (
     TookDiscard,
     UpcardPassed,
     describe_command,
+)
+from protocol.game import Meld as MeldCommand
+from server.engine.analysis import (
+    best_discard,
+    best_melds,
+    check_meld,
+    deadwood,
+    is_valid_opening,
+    layoff_targets,
+    opening_value,
 )
 from server.engine.errors import (
     EngineError,
@@ -93,10 +105,9 @@ from server.engine.game import (
     scores,
     to_move,
 )
-from server.engine.melds import AceMode, MeldKind, MeldRules
-from server.engine.melds import Meld as MeldShape
-from server.engine.melds import check_meld as _check_meld
-from server.engine.scoring import opening_points
+from server.engine.melds import AceMode, Meld, MeldKind, MeldRules
+from server.engine.notation import format_meld, format_melds, parse_meld, parse_melds
+from server.engine.position import from_position, to_position
 from server.engine.variants import OPTIONS, VARIANTS, Preset, Rules, find_variant, make_rules
 from server.engine.views import HIDDEN, View, redact, view
 
@@ -132,6 +143,7 @@ __all__ = [
     "LaidOff",
     "LayOff",
     "Meld",
+    "MeldCommand",
     "MeldKind",
     "MeldRules",
     "MeldShape",
@@ -157,11 +169,13 @@ __all__ = [
     "advance",
     "apply",
     "awaiting",
+    "best_discard",
     "best_melds",
     "card_face",
     "chance",
     "chance_pending",
     "check_meld",
+    "deadwood",
     "decide",
     "describe_command",
     "evolve",
@@ -170,8 +184,13 @@ __all__ = [
     "format_card",
     "format_cards",
     "format_face",
+    "format_meld",
+    "format_melds",
+    "from_position",
     "is_joker",
     "is_over",
+    "is_valid_opening",
+    "layoff_targets",
     "legal_actions",
     "make_deck",
     "make_rules",
@@ -180,40 +199,15 @@ __all__ = [
     "parse_card",
     "parse_cards",
     "parse_face",
+    "parse_meld",
+    "parse_melds",
     "redact",
     "scores",
     "to_move",
+    "to_position",
     "view",
 ]
 
 
-def _meld_rules(rules: Rules | MeldRules) -> MeldRules:
-    return rules.meld_rules if isinstance(rules, Rules) else rules
-
-
-def check_meld(
-    cards: Sequence[Card], rules: Rules | MeldRules, faces: Sequence[Face] | None = None
-) -> MeldShape:
-    """Validate ``cards`` (with declared ``faces`` for jokers) as a meld under ``rules``.
-
-    Raises:
-        InvalidMeldError: not a valid set or run; the code says why.
-    """
-    return _check_meld(cards, _meld_rules(rules), faces)
-
-
-def best_melds(hand: Iterable[Card], rules: Rules) -> tuple[tuple[MeldShape, ...], int]:
-    """The partition of ``hand`` into melds that leaves the least deadwood, and that deadwood."""
-    from server.engine.solver import best_melds as solve
-
-    return solve(hand, rules.meld_rules, rules.values)
-
-
-def opening_value(melds: Iterable[MeldShape], rules: Rules | MeldRules | None = None) -> int:
-    """Points a lay-down counts towards an opening (Italian Ramino's 30).
-
-    J/Q/K 10, pip cards face value; an ace 1 below a 2 in a run, else 11 (above the king or
-    in a set); a joker counts as the card it stands for. ``rules`` is accepted for symmetry
-    with the other helpers; the values are the same under every preset.
-    """
-    return opening_points(melds)
+MeldShape = Meld
+"""An older name of ``Meld``, kept so that existing imports work."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from protocol.cards import Card, card_face, face_rank, is_joker
 from protocol.game import MeldSpec
-from server.engine.melds import Meld, MeldKind
+from server.engine.melds import AceMode, Meld, MeldKind
 from server.engine.variants import Rules
 
 if TYPE_CHECKING:
@@ -78,18 +78,20 @@ def meld_points(melds: Iterable[TableMeld], seat: int, rules: Rules) -> int:
     return total
 
 
-def opening_points(melds: Iterable[Meld]) -> int:
+def opening_points(melds: Iterable[Meld], ace: AceMode = AceMode.HIGH_OR_LOW) -> int:
     """Points a lay-down counts towards an opening (Italian Ramino's 30).
 
     J/Q/K 10, pip cards face value; an ace 1 below a 2 in a run, else 11 (above the king or in
-    a set); a joker counts as the card it stands for.
+    a set); with ``ace=low`` an ace can only be low and always counts 1. A joker counts as the
+    card it stands for.
     """
     total = 0
+    low_only = ace is AceMode.LOW
     for meld in melds:
         for index, face in enumerate(meld.faces):
             rank = face_rank(face)
             if rank == 1:
-                total += 1 if _ace_below_two(meld, index) else 11
+                total += 1 if low_only or _ace_below_two(meld, index) else 11
             else:
                 total += min(rank, 10)
     return total

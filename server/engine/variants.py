@@ -756,13 +756,42 @@ def parse_option_value(name: str, text: str) -> object:
         ) from None
 
 
-def make_rules(name: str, options: Mapping[str, object], players: int) -> Rules:
+def make_rules(
+    name: str, options: Mapping[str, object] | None = None, players: int | None = None
+) -> Rules:
     """Validate a table's options against its preset and resolve the ``Rules``.
+
+    ``players`` may be left out where only melds, values or scores are checked: the rules are
+    then made for the fewest players the preset and options allow (the preset's minimum, or 3
+    for Ramino with ``bussare``). Settings that depend on the players (the decks of Rummy 500,
+    the deals of ``scoring=pay_winner``, the hand size) are those of that count.
+
+    >>> rules = make_rules("gin")
+    >>> rules.players, rules.hand_size, rules.knock_limit
+    (2, 10, 10)
+    >>> make_rules("ramino", {"bussare": True}).players
+    3
 
     Raises:
         VariantError: unknown preset or option, a wrong value, contradictory options, or a
             number of players the preset does not allow.
     """
+    chosen = {} if options is None else options
+    if players is not None:
+        return _make_rules(name, chosen, players)
+    preset = find_variant(name)
+    try:
+        return _make_rules(name, chosen, preset.min_players)
+    except VariantError as first:
+        for count in range(preset.min_players + 1, preset.max_players + 1):
+            try:
+                return _make_rules(name, chosen, count)
+            except VariantError:
+                continue
+        raise first from None
+
+
+def _make_rules(name: str, options: Mapping[str, object], players: int) -> Rules:
     preset = find_variant(name)
     if not isinstance(players, int) or not preset.min_players <= players <= preset.max_players:
         raise VariantError(

@@ -20,7 +20,7 @@ from server.engine import (
     DrawStock,
     Knock,
     LayOff,
-    Meld,
+    MeldCommand,
     Pass,
     State,
     card_face,
@@ -147,7 +147,7 @@ def auto_command(game: State, seat: int) -> Command:
         values = game.rules.values
         return max(discards, key=lambda action: (values[card_face(action.card)], action.card))
     # No discard is possible: a card taken must be laid down, or a knock is forced.
-    return _first_of(actions, (Meld, LayOff, Knock))
+    return _first_of(actions, (MeldCommand, LayOff, Knock))
 
 
 def _first_of(actions: list[Command], kinds: tuple[type, ...]) -> Command:

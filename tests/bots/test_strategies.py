@@ -22,7 +22,7 @@ from server.engine import (
     Discard,
     DrawStock,
     Knock,
-    Meld,
+    MeldCommand,
     Pass,
     State,
     TakeDiscard,
@@ -118,7 +118,7 @@ def test_heuristic_opens_in_ramino() -> None:
     ]
     state = deal(rules, hands, "2H", stock="KS 3C 4C", dealer=1)
     state = _play(state, 0, DrawStock())
-    assert isinstance(_choose(HeuristicPolicy(), state, 0), Meld)
+    assert isinstance(_choose(HeuristicPolicy(), state, 0), MeldCommand)
 
 
 def test_heuristic_keeps_a_joker_it_cannot_meld_yet() -> None:

@@ -18,7 +18,7 @@ from server.engine import (
     Discard,
     DrawStock,
     Event,
-    Meld,
+    MeldCommand,
     MeldSpec,
     Phase,
     RuleError,
@@ -79,9 +79,9 @@ def spec(text: str) -> MeldSpec:
     return MeldSpec(cards=tuple(placed), faces=tuple(faces))
 
 
-def meld(*texts: str) -> Meld:
-    """A ``Meld`` command laying down one new meld per text (see ``spec``)."""
-    return Meld(melds=tuple(spec(text) for text in texts))
+def meld(*texts: str) -> MeldCommand:
+    """A ``MeldCommand`` laying down one new meld per text (see ``spec``)."""
+    return MeldCommand(melds=tuple(spec(text) for text in texts))
 
 
 def stacked_order(

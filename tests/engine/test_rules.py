@@ -28,7 +28,7 @@ from server.engine import (
     HandEnded,
     LaidOff,
     LayOff,
-    Meld,
+    MeldCommand,
     Melded,
     NotationError,
     Pass,
@@ -413,7 +413,7 @@ def test_basic_allows_one_meld_per_turn() -> None:
     assert "rules/meld_limit" == refusal(state, 0, meld("2C 3C 4C", "5H 5S 5D"))
     state = play(state, 0, meld("2C 3C 4C"))
     assert "rules/meld_limit" == refusal(state, 0, meld("5H 5S 5D"))
-    assert [] == [action for action in legal_actions(state, 0) if isinstance(action, Meld)]
+    assert [] == [action for action in legal_actions(state, 0) if isinstance(action, MeldCommand)]
 
 
 @pytest.mark.parametrize(
@@ -879,7 +879,7 @@ def test_wrotham_deals_four_to_six_meld_only_the_whole_hand_at_once() -> None:
     assert 4 == state.hand_number
     assert "rules/all_at_once" == refusal(state, starter, meld("2C 3C 4C"))
     for action in legal_actions(state, starter):
-        if isinstance(action, Meld):
+        if isinstance(action, MeldCommand):
             assert 7 <= sum(len(each.cards) for each in action.melds)
     whole = meld("2C 3C 4C", "5S 6S 7S 8S")
     assert whole in legal_actions(state, starter)
@@ -981,7 +981,7 @@ def test_ramino_classic_jokers_option_is_zero_or_two(jokers: int) -> None:
 # legal_actions ---------------------------------------------------------------------------------
 
 
-_COMMAND_ORDER = (DrawStock, TakeDiscard, Pass, Meld, LayOff, SwapJoker, Discard)
+_COMMAND_ORDER = (DrawStock, TakeDiscard, Pass, MeldCommand, LayOff, SwapJoker, Discard)
 
 
 def command_key(command: Command) -> tuple[int, tuple[object, ...]]:
@@ -989,7 +989,7 @@ def command_key(command: Command) -> tuple[int, tuple[object, ...]]:
     discards), then by cards."""
     kind = _COMMAND_ORDER.index(type(command))
     match command:
-        case Meld(melds=melds):
+        case MeldCommand(melds=melds):
             return kind, tuple((each.cards, each.faces) for each in melds)
         case LayOff(card=laid, target=target, face=face):
             return kind, (laid, target, face)
@@ -1041,7 +1041,7 @@ def test_legal_actions_are_sorted_and_all_accepted(
         for other in range(players):
             if other != seat:
                 assert [] == legal_actions(state, other)
-        melds = [a for a in actions if isinstance(a, (Meld, LayOff))]
+        melds = [a for a in actions if isinstance(a, (MeldCommand, LayOff))]
         choice = rng.choice(melds if melds and rng.random() < 0.7 else actions)
         for event in decide(state, seat, choice):
             state = evolve(state, event)

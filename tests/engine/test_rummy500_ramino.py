@@ -29,7 +29,7 @@ from server.engine import (
     HandEnded,
     LaidOff,
     LayOff,
-    Meld,
+    MeldCommand,
     Melded,
     Pass,
     Phase,
@@ -997,7 +997,7 @@ def test_open_to_take_upcard_requires_opening_with_the_taken_card() -> None:
     assert "rules/must_use_taken_card" == refusal(state, 0, Discard(card("KC2")))
     offered = legal_actions(state, 0)
     assert offered
-    assert all(isinstance(a, Meld) and card("QH") in a.melds[0].cards for a in offered)
+    assert all(isinstance(a, MeldCommand) and card("QH") in a.melds[0].cards for a in offered)
     state = play(state, 0, meld("TH JH QH"), Discard(card("KC2")))
     assert 1 == state.turn
 
