@@ -1211,9 +1211,11 @@ def _decide_knock(
     )
     after = evolve(state, knocked)
     if rules.knocking == "gin":
-        result = settle_gin(after, seat, melds, unmatched, big=card == NO_CARD)
+        result = settle_gin(
+            rules, after.hands, after.active, seat, melds, unmatched, big=card == NO_CARD
+        )
     else:
-        result = settle_knock(after, seat, melds, unmatched)
+        result = settle_knock(rules, after.hands, after.active, seat, melds, unmatched)
     return (knocked, *_end_hand(after, result.winner, result.reason, False, result))
 
 

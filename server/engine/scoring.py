@@ -10,15 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from protocol.cards import Card, card_face, face_rank, is_joker
 from protocol.game import MeldSpec
+from server.engine import solver
 from server.engine.melds import AceMode, Meld, MeldKind
 from server.engine.variants import Rules
-
-if TYPE_CHECKING:
-    from server.engine.game import State, TableMeld
 
 GAME_HAND_CAP = 500
 """Safety cap: a game ends after this many hands whatever the scores (a table whose players
@@ -56,7 +54,19 @@ def _ace_below_two(meld: Meld, index: int) -> bool:
     )
 
 
-def meld_points(melds: Iterable[TableMeld], seat: int, rules: Rules) -> int:
+class OwnedMeld(Protocol):
+    """A meld on the table with the seat that laid each card (``TableMeld`` is one)."""
+
+    @property
+    def meld(self) -> Meld:
+        """The meld."""
+
+    @property
+    def owners(self) -> tuple[int, ...]:
+        """The seat that laid each card, parallel to ``meld.cards``."""
+
+
+def meld_points(melds: Iterable[OwnedMeld], seat: int, rules: Rules) -> int:
     """Value of the table cards ``seat`` laid down (Rummy 500).
 
     A joker is worth ``joker_value`` whatever it stands for; an ace below a 2 in a run is worth
@@ -261,35 +271,47 @@ def _specs(melds: Iterable[Meld]) -> tuple[MeldSpec, ...]:
     return tuple(MeldSpec(meld.cards, meld.faces) for meld in melds)
 
 
+def _defender(active: Sequence[bool], knocker: int) -> int:
+    """The one other seat still playing (Gin Rummy is for two)."""
+    for seat, playing in enumerate(active):
+        if playing and seat != knocker:
+            return seat
+    raise ValueError(f"no seat but the knocker {knocker} is playing: {tuple(active)}")
+
+
 def settle_gin(
-    state: State, knocker: int, melds: Sequence[Meld], knocker_deadwood: int, big: bool
+    rules: Rules,
+    hands: Sequence[Sequence[Card]],
+    active: Sequence[bool],
+    knocker: int,
+    melds: Sequence[Meld],
+    knocker_deadwood: int,
+    big: bool,
 ) -> KnockResult:
-    """Gin Rummy after ``knocker`` laid out ``melds`` (``state`` is after his discard).
+    """Gin Rummy after ``knocker`` laid out ``melds`` (``hands`` are after his discard).
 
     Gin (no deadwood): the defender's deadwood + ``gin_bonus`` (``big_gin_bonus`` without a
     discard), no lay-offs. Otherwise the defender lays off on the knocker's melds; if his
     deadwood is lower (or equal, with ``undercut_on_tie``) he scores the difference +
     ``undercut_bonus``; an equal count without ``undercut_on_tie`` scores nothing; else the
     knocker scores the difference.
-    """
-    from server.engine.solver import best_layoff_deadwood, best_melds
 
-    rules = state.rules
-    defender = next(
-        seat for seat, playing in enumerate(state.active) if playing and seat != knocker
-    )
-    hand = state.hands[defender]
+    Raises:
+        ValueError: no seat but the knocker is playing.
+    """
+    defender = _defender(active, knocker)
+    hand = hands[defender]
     laid_off: tuple[Card, ...] = ()
     if knocker_deadwood == 0:
-        defender_melds, defender_deadwood = best_melds(hand, rules.meld_rules, rules.values)
+        defender_melds, defender_deadwood = solver.best_melds(hand, rules.meld_rules, rules.values)
     else:
-        defender_deadwood, laid_off = best_layoff_deadwood(
+        defender_deadwood, laid_off = solver.best_layoff_deadwood(
             hand, melds, rules.meld_rules, rules.values
         )
         kept = [card for card in hand if card not in laid_off]
-        defender_melds, _ = best_melds(kept, rules.meld_rules, rules.values)
-    points = [Fraction(0)] * len(state.hands)
-    counts = [0] * len(state.hands)
+        defender_melds, _ = solver.best_melds(kept, rules.meld_rules, rules.values)
+    points = [Fraction(0)] * len(hands)
+    counts = [0] * len(hands)
     counts[knocker], counts[defender] = knocker_deadwood, defender_deadwood
     if knocker_deadwood == 0:
         bonus = rules.big_gin_bonus if big else rules.gin_bonus
@@ -305,7 +327,7 @@ def settle_gin(
     else:
         winner, reason = knocker, "knock"
         points[knocker] = Fraction(defender_deadwood - knocker_deadwood)
-    shown: list[tuple[MeldSpec, ...]] = [()] * len(state.hands)
+    shown: list[tuple[MeldSpec, ...]] = [()] * len(hands)
     shown[knocker] = _specs(melds)
     shown[defender] = _specs(defender_melds)
     return KnockResult(
@@ -314,28 +336,31 @@ def settle_gin(
 
 
 def settle_knock(
-    state: State, knocker: int, melds: Sequence[Meld], knocker_count: int
+    rules: Rules,
+    hands: Sequence[Sequence[Card]],
+    active: Sequence[bool],
+    knocker: int,
+    melds: Sequence[Meld],
+    knocker_count: int,
 ) -> KnockResult:
     """Knock Rummy: everyone shows his best melds; each opponent settles with the knocker.
 
-    A higher count pays the knocker the difference; a lower one collects the difference + 10
-    (``literal_bonus``: the knocker's count + 10); a tie goes to the knocker for 0, or with
-    ``tie_goes_to=opponent`` the opponent collects 10. A knock with no unmatched card also
-    collects ``rummy_bonus`` from each opponent. Points are credited: nobody goes negative.
+    ``hands`` are after the knocker's discard. A higher count pays the knocker the difference;
+    a lower one collects the difference + 10 (``literal_bonus``: the knocker's count + 10); a
+    tie goes to the knocker for 0, or with ``tie_goes_to=opponent`` the opponent collects 10. A
+    knock with no unmatched card also collects ``rummy_bonus`` from each opponent. Points are
+    credited: nobody goes negative.
     """
-    from server.engine.solver import best_melds
-
-    rules = state.rules
-    players = len(state.hands)
+    players = len(hands)
     points = [Fraction(0)] * players
     counts = [0] * players
     shown: list[tuple[MeldSpec, ...]] = [()] * players
     counts[knocker] = knocker_count
     shown[knocker] = _specs(melds)
-    for seat, playing in enumerate(state.active):
+    for seat, playing in enumerate(active):
         if not playing or seat == knocker:
             continue
-        their_melds, count = best_melds(state.hands[seat], rules.meld_rules, rules.values)
+        their_melds, count = solver.best_melds(hands[seat], rules.meld_rules, rules.values)
         counts[seat] = count
         shown[seat] = _specs(their_melds)
         if knocker_count == 0:
