@@ -1020,6 +1020,7 @@ def examples() -> tuple[Example, ...]:
             HandEnded(
                 hand=1,
                 winner=0,
+                ended_by=0,
                 reason="knock",
                 rummy=False,
                 hands=(

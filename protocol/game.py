@@ -284,7 +284,11 @@ class ClaimWindowClosed(msgspec.Struct, frozen=True, tag="claim_window_closed"):
 class HandEnded(msgspec.Struct, frozen=True, tag="hand_ended"):
     """A hand is over: every hand revealed, what each seat scores, and the totals after it.
 
-    ``winner`` is the seat that went out, or -1 when no one did (``reason`` says why).
+    ``winner`` is the seat that did best in the hand: the most ``points`` (under ``penalty``
+    scoring, Ramino's included, the fewest), or -1 when no seat did strictly better than every
+    other (a tie at the top, a Gin Rummy tie, a void hand). ``ended_by`` is the seat that went
+    out or knocked, or -1 when no one did (``reason`` says why the hand ended). The two differ,
+    for example, when a Knock Rummy opponent undercuts the knocker.
     """
 
     hand: int
@@ -301,6 +305,8 @@ class HandEnded(msgspec.Struct, frozen=True, tag="hand_ended"):
     """Knock and Gin Rummy: the melds each seat showed (``counts`` are then unmatched points)."""
     laid_off: tuple[Card, ...] = ()
     """Gin Rummy: the cards the defender laid off on the knocker's melds."""
+    ended_by: int = -1
+    """The seat that went out or knocked; -1 when no one did (block, wall, safety cap)."""
 
 
 class GameEnded(msgspec.Struct, frozen=True, tag="game_ended"):

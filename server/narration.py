@@ -42,7 +42,7 @@ _REASONS = {
     "tie": "a tie: no one scores",
 }
 _KNOCK_REASONS = {
-    "knock": "wins the knock",
+    "knock": "knocks",
     "gin": "goes gin",
     "big_gin": "goes big gin",
     "undercut": "undercuts the knocker",
@@ -114,13 +114,24 @@ def describe_event(
             return f"{who(seat)} takes {format_cards(cards)} from the pile{extra}"
         case ClaimWindowClosed():
             return "no one claims"
-        case HandEnded(hand=hand, winner=winner, reason=reason, rummy=rummy, points=points):
-            if winner < 0:
-                head = _REASONS.get(reason, reason)
-            elif reason in _KNOCK_REASONS:
+        case HandEnded(
+            hand=hand,
+            winner=winner,
+            ended_by=ended_by,
+            reason=reason,
+            rummy=rummy,
+            points=points,
+        ):
+            if reason == "undercut":
                 head = f"{who(winner)} {_KNOCK_REASONS[reason]}"
+            elif ended_by >= 0 and reason in _KNOCK_REASONS:
+                head = f"{who(ended_by)} {_KNOCK_REASONS[reason]}"
+            elif ended_by >= 0 and reason == "out":
+                head = f"{who(ended_by)} {_REASONS['out']}" + (" (rummy!)" if rummy else "")
             else:
-                head = f"{who(winner)} {_REASONS['out']}" + (" (rummy!)" if rummy else "")
+                head = _REASONS.get(reason, reason)
+            if winner >= 0 and (winner != ended_by or reason == "knock"):
+                head += f"; {who(winner)} wins the hand"
             scored = ", ".join(f"{who(seat)} {point}" for seat, point in enumerate(points))
             return f"hand {hand} over: {head}; points: {scored}"
         case GameEnded(winners=winners, totals=totals):

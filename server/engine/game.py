@@ -96,6 +96,7 @@ from server.engine.scoring import (
     format_amount,
     game_outcome,
     hand_count,
+    hand_winner,
     meld_points,
     opening_points,
     settle_gin,
@@ -966,7 +967,10 @@ def _after_lay_down(
         return (event,)
     if state.rules.floating:
         return (event,) if state.resume >= 0 else (event, Floated(seat=seat))
-    return (event, *_end_hand_out(state, seat))
+    # Settle from the state after the lay-down, so that the cards of the command that takes
+    # the player out count for him (Rummy 500 credits every card a player laid down); whether
+    # he went rummy is still judged on what he laid before this turn.
+    return (event, *_end_hand(evolve(state, event), seat, "out", not state.laid_before[seat]))
 
 
 def _decide_meld(state: State, seat: int, specs: Sequence[MeldSpec]) -> tuple[Event, ...]:
@@ -1072,7 +1076,7 @@ def _decide_discard(state: State, seat: int, card: Card) -> tuple[Event, ...]:
                 "you may not open and close in the same turn (chiudere_in_mano is off)",
                 "rules/no_close_on_opening",
             )
-        return (event, *_end_hand_out(state, seat))
+        return (event, *_end_hand(state, seat, "out", not state.laid_before[seat]))
     idle = 0 if _made_progress(state) else state.idle_turns + 1
     rules = state.rules
     if idle < rules.idle_turn_cap and not (rules.rummy_call or rules.bussare):
@@ -1103,39 +1107,36 @@ def _claim_window(state: State, discarder: int) -> ClaimWindowOpened | None:
     return None
 
 
-def _end_hand_out(state: State, seat: int) -> tuple[Event, ...]:
-    rummy = not state.laid_before[seat]
-    return _end_hand(state, seat, "out", rummy)
-
-
 def _end_hand(
     state: State,
-    winner: int,
+    ended_by: int,
     reason: str,
     rummy: bool,
     knock: KnockResult | None = None,
 ) -> tuple[Event, ...]:
     """The ``HandEnded`` (and ``GameEnded``) events closing the current hand.
 
-    ``knock`` carries the settlement of a knock (Knock and Gin Rummy); otherwise the hand is
-    settled from the cards left in hand.
+    ``ended_by`` is the seat that went out or knocked (-1: no one did). ``knock`` carries the
+    settlement of a knock (Knock and Gin Rummy); otherwise the hand is settled from the cards
+    left in hand. The hand's ``winner`` is the seat that did best (``hand_winner``).
     """
     rules = state.rules
     hands = tuple(
-        () if seat == winner and knock is None else hand for seat, hand in enumerate(state.hands)
+        () if seat == ended_by and knock is None else hand for seat, hand in enumerate(state.hands)
     )
     if knock is not None:
         counts, points = knock.counts, knock.points
     elif rules.knocking:
         # Knock and Gin Rummy count only unmatched cards, even in a hand that ends void.
         counts = tuple(deadwood(hand, rules.meld_rules, rules.values) for hand in hands)
-        points = settle_hand(rules, counts, winner, rummy, state.active)
+        points = settle_hand(rules, counts, ended_by, rummy, state.active)
     else:
         counts = tuple(hand_count(hand, rules) for hand in hands)
         melded: tuple[int, ...] = ()
         if rules.scoring == "melded_minus_hand":
             melded = tuple(meld_points(state.melds, seat, rules) for seat in range(state.players))
-        points = settle_hand(rules, counts, winner, rummy, state.active, melded)
+        points = settle_hand(rules, counts, ended_by, rummy, state.active, melded)
+    winner = hand_winner(rules, points, state.active)
     totals = tuple(total + point for total, point in zip(state.scores, points))
     hands_won = state.hands_won
     if rules.scoring == "gin" and winner >= 0:
@@ -1146,6 +1147,7 @@ def _end_hand(
     ended = HandEnded(
         hand=state.hand_number,
         winner=winner,
+        ended_by=ended_by,
         reason=reason,
         rummy=rummy,
         hands=hands,
@@ -1216,7 +1218,7 @@ def _decide_knock(
         )
     else:
         result = settle_knock(rules, after.hands, after.active, seat, melds, unmatched)
-    return (knocked, *_end_hand(after, result.winner, result.reason, False, result))
+    return (knocked, *_end_hand(after, seat, result.reason, False, result))
 
 
 # evolve ----------------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ real use)::
     hands=7H.8H.9H.QS/AS.2S/KD stock=... pile=3C.TH melds=0:7C.0:8C.0:9C|1:JK=7D.1:7S.2:7H
     taken=TH required=- melded=110 laid_before=100 melds_this_turn=0 laid_this_turn=no
     reuses=0 idle_turns=0 resume=- claim=- upcard_passes=0 knock_limit=10 must_knock=no
-    hands_won=0,0,0 winners=- last_result=hand:1;winner:0;reason:out;rummy:no;hands:-/3C.4D/9S;
-    counts:0,7,9;points:16,0,0;totals:16,0,0;eliminated:-;shown:-;laid_off:-
+    hands_won=0,0,0 winners=- last_result=hand:1;winner:0;ended_by:0;reason:out;rummy:no;
+    hands:-/3C.4D/9S;counts:0,7,9;points:16,0,0;totals:16,0,0;eliminated:-;shown:-;laid_off:-
 
 ======================  =====================================================================
 field                   meaning
@@ -60,16 +60,18 @@ phase                   ``deal``, ``first_upcard``, ``draw``, ``play``, ``claim`
 ``forfeited=``          one ``1``/``0`` per seat: the server plays for it after repeated timeouts
 ``winners=``            the seats that won the game, joined by ``,``
 ``last_result=``        the previous hand's ``HandEnded``, or ``-``:
-                        ``hand:N;winner:S;reason:R;rummy:yes|no;hands:H;counts:C;points:P;``
-                        ``totals:T;eliminated:E;shown:M;laid_off:L`` (``winner:-`` when no
-                        one won the hand: no one went out, a Gin Rummy tie, a hand void at the
-                        wall; hands as in ``hands=``; ``shown``: after a knock, each seat's
-                        melds as shown, seats joined by ``/``, melds by ``|``, cards by ``.``,
-                        a joker with its declared face (``JK=7C``), ``-`` for a seat with no
-                        meld, and ``shown:-`` when the hand did not end by a knock;
+                        ``hand:N;winner:S;ended_by:S;reason:R;rummy:yes|no;hands:H;``
+                        ``counts:C;points:P;totals:T;eliminated:E;shown:M;laid_off:L``
+                        (``winner``: the seat that did best in the hand, ``-`` when none did
+                        better than all others: a tie at the top, a Gin Rummy tie, a hand void
+                        at the wall; ``ended_by``: the seat that went out or knocked, ``-``
+                        when no one did; hands as in ``hands=``; ``shown``: after a knock, each
+                        seat's melds as shown, seats joined by ``/``, melds by ``|``, cards
+                        by ``.``, a joker with its declared face (``JK=7C``), ``-`` for a seat
+                        with no meld, and ``shown:-`` when the hand did not end by a knock;
                         ``laid_off``: cards laid off on the knocker's melds, joined by ``.``;
-                        the others joined by ``,``; the parts ``eliminated``, ``shown`` and
-                        ``laid_off`` may each be left out when empty)
+                        the others joined by ``,``; the parts ``ended_by``, ``eliminated``,
+                        ``shown`` and ``laid_off`` may each be left out: ``-`` or empty)
 ======================  =====================================================================
 
 Cards are in the project's notation (``7H``, ``TD``, ``JK``, second copies ``7H2``); input is
@@ -92,7 +94,9 @@ nowhere on the table or in a hand, claim answers that do not match the claim sea
 passes than seats, a knock limit before the first deal or ``-`` after it, a shown meld that is
 not valid or holds a card that is not in that seat's hand of ``last_result`` (or is shown
 twice), laid-off cards without shown melds, or a laid-off card in no hand of ``last_result`` or
-in a shown meld.
+in a shown meld. A position that reads but that live play could never reach (more melds this
+turn than ``melds_per_turn``, turn bookkeeping while no one has drawn, a hand of the wrong size in
+Knock or Gin Rummy, ...) is refused with ``notation/impossible_position`` naming the field.
 """
 
 from __future__ import annotations
@@ -133,6 +137,9 @@ BAD_POSITION = "notation/bad_position"
 UNWRITABLE_POSITION = "notation/unwritable_position"
 """Error code of a state the notation cannot express (rules not made by ``make_rules``)."""
 
+IMPOSSIBLE_POSITION = "notation/impossible_position"
+"""The code of a position that reads but that no game could reach under its rules."""
+
 _LABELLED_FIELDS: tuple[tuple[str, bool], ...] = (
     ("hand", False),
     ("dealer", False),
@@ -166,6 +173,7 @@ _LABELLED_FIELDS: tuple[tuple[str, bool], ...] = (
 _RESULT_PARTS = (
     "hand",
     "winner",
+    "ended_by",
     "reason",
     "rummy",
     "hands",
@@ -178,7 +186,7 @@ _RESULT_PARTS = (
 )
 """The parts of ``last_result=`` in their order."""
 
-_OPTIONAL_RESULT_PARTS = frozenset({"eliminated", "shown", "laid_off"})
+_OPTIONAL_RESULT_PARTS = frozenset({"ended_by", "eliminated", "shown", "laid_off"})
 """The parts of ``last_result=`` that may be left out (the others keep their order)."""
 
 _CLAIM_PARTS = ("kind", "seats", "answers", "depths")
@@ -343,6 +351,7 @@ def _format_result(result: HandEnded | None) -> str:
     parts = (
         str(result.hand),
         _format_seat(result.winner),
+        _format_seat(result.ended_by),
         result.reason,
         _format_yes_no(result.rummy),
         _format_hands(result.hands),
@@ -405,7 +414,9 @@ def from_position(text: str) -> State:
 
     Raises:
         NotationError: (code ``notation/bad_position``) a field is missing, out of order,
-            malformed or inconsistent with the others; the message names the field and value.
+            malformed or inconsistent with the others; (code ``notation/impossible_position``)
+            the position reads but no game under its rules could reach it (see ``_reachable``).
+            The message names the field and value.
     """
     tokens = text.split()
     if not tokens or tokens[0] != POSITION_VERSION:
@@ -742,6 +753,9 @@ class _Reader:
         return HandEnded(
             hand=_parse_count(*part("hand")),
             winner=_parse_seat(*part("winner"), players, allow_none=True),
+            ended_by=_parse_seat(
+                "last_result.ended_by", parts.get("ended_by", _NONE), players, allow_none=True
+            ),
             reason=reason,
             rummy=_parse_yes_no(*part("rummy")),
             hands=hands,
@@ -893,38 +907,140 @@ class _Reader:
         self.check_pack()
         claim_kind, claim_seats, claim_answers, claim_depths = self.claim()
         hand_number = _parse_count("hand", fields["hand"])
-        return State(
-            rules=self.rules,
-            phase=phase,
-            hand_number=hand_number,
-            dealer=self.seat("dealer", allow_none=True),
-            turn=self.seat("turn", allow_none=True),
-            scores=tuple(
-                Fraction(amount) for amount in _parse_amounts("scores", fields["scores"], players)
-            ),
-            active=self.bits("active"),
-            hands=hands,
-            stock=stock,
-            pile=pile,
-            melds=melds,
-            melded=self.bits("melded"),
-            laid_before=self.bits("laid_before"),
-            taken=self.taken(),
-            required=self.required(),
-            resume=self.seat("resume", allow_none=True),
-            melds_this_turn=self.count("melds_this_turn"),
-            laid_this_turn=_parse_yes_no("laid_this_turn", self.text("laid_this_turn", "no")),
-            reuses=self.count("reuses"),
-            idle_turns=self.count("idle_turns"),
-            claim_kind=claim_kind,
-            claim_seats=claim_seats,
-            claim_answers=claim_answers,
-            claim_depths=claim_depths,
-            upcard_passes=self.upcard_passes(),
-            knock_limit=self.knock_limit(hand_number),
-            must_knock=_parse_yes_no("must_knock", self.text("must_knock", "no")),
-            hands_won=self.hands_won(),
-            forfeited=self.bits("forfeited"),
-            winners=_parse_seats("winners", self.text("winners", _NONE), players),
-            last_result=self.last_result(),
+        return _reachable(
+            State(
+                rules=self.rules,
+                phase=phase,
+                hand_number=hand_number,
+                dealer=self.seat("dealer", allow_none=True),
+                turn=self.seat("turn", allow_none=True),
+                scores=tuple(
+                    Fraction(amount)
+                    for amount in _parse_amounts("scores", fields["scores"], players)
+                ),
+                active=self.bits("active"),
+                hands=hands,
+                stock=stock,
+                pile=pile,
+                melds=melds,
+                melded=self.bits("melded"),
+                laid_before=self.bits("laid_before"),
+                taken=self.taken(),
+                required=self.required(),
+                resume=self.seat("resume", allow_none=True),
+                melds_this_turn=self.count("melds_this_turn"),
+                laid_this_turn=_parse_yes_no("laid_this_turn", self.text("laid_this_turn", "no")),
+                reuses=self.count("reuses"),
+                idle_turns=self.count("idle_turns"),
+                claim_kind=claim_kind,
+                claim_seats=claim_seats,
+                claim_answers=claim_answers,
+                claim_depths=claim_depths,
+                upcard_passes=self.upcard_passes(),
+                knock_limit=self.knock_limit(hand_number),
+                must_knock=_parse_yes_no("must_knock", self.text("must_knock", "no")),
+                hands_won=self.hands_won(),
+                forfeited=self.bits("forfeited"),
+                winners=_parse_seats("winners", self.text("winners", _NONE), players),
+                last_result=self.last_result(),
+            )
         )
+
+
+def _impossible(field: str, value: object, problem: str) -> NotationError:
+    return NotationError(f"position field {field!r} {str(value)!r}: {problem}", IMPOSSIBLE_POSITION)
+
+
+def _reachable(state: State) -> State:
+    """``state`` itself, once it is checked to be one that live play can reach.
+
+    The checks are those a position written by hand most easily gets wrong: turn bookkeeping
+    that no sequence of moves produces (more melds this turn than ``melds_per_turn``, cards
+    taken or laid while no one has drawn), table cards whose owners are not marked as having
+    laid them, counters past the point where the hand would have ended, and hand sizes in the
+    variants that keep them fixed.
+
+    Raises:
+        NotationError: (code ``notation/impossible_position``) naming the field and value.
+    """
+    rules = state.rules
+    phase = state.phase
+    in_hand = phase in (Phase.FIRST_UPCARD, Phase.DRAW, Phase.PLAY, Phase.CLAIM)
+    if (phase is Phase.GAME_OVER) != bool(state.winners):
+        raise _impossible(
+            "winners",
+            _format_seats(state.winners),
+            "a game over has winners, and only a game over has them",
+        )
+    if rules.max_stock_reuses is not None and state.reuses > rules.max_stock_reuses:
+        raise _impossible(
+            "reuses", state.reuses, f"the stock may be rebuilt {rules.max_stock_reuses} time(s)"
+        )
+    if not in_hand:
+        # Between hands the last turn's bookkeeping stays as the hand's end left it.
+        return state
+    if state.turn < 0 or not state.active[state.turn]:
+        raise _impossible("turn", _format_seat(state.turn), "no active seat is to move")
+    if phase is not Phase.PLAY:
+        for name, value, empty in (
+            ("taken", _format_cards(state.taken), not state.taken),
+            (
+                "required",
+                _format_cards(() if state.required == NO_CARD else (state.required,)),
+                state.required == NO_CARD,
+            ),
+            ("melds_this_turn", state.melds_this_turn, state.melds_this_turn == 0),
+            ("laid_this_turn", _format_yes_no(state.laid_this_turn), not state.laid_this_turn),
+            ("resume", _format_seat(state.resume), state.resume < 0),
+            ("must_knock", _format_yes_no(state.must_knock), not state.must_knock),
+        ):
+            if not empty:
+                raise _impossible(name, value, f"only a seat that has drawn has this ({phase})")
+    limit = rules.melds_per_turn
+    if limit is not None and not state.all_at_once and state.melds_this_turn > limit:
+        raise _impossible(
+            "melds_this_turn", state.melds_this_turn, f"the table allows {limit} meld(s) per turn"
+        )
+    if state.melds_this_turn and not state.laid_this_turn:
+        raise _impossible(
+            "laid_this_turn", "no", f"melds_this_turn={state.melds_this_turn} laid cards"
+        )
+    if state.melds_this_turn and not state.melded[state.turn]:
+        raise _impossible(
+            "melded", _format_bits(state.melded), f"seat {state.turn} melded this turn"
+        )
+    if state.must_knock and rules.knocking != "gin":
+        raise _impossible("must_knock", "yes", "only Gin Rummy has a forced knock")
+    owners = {owner for table_meld in state.melds for owner in table_meld.owners}
+    laying = state.turn if state.laid_this_turn else -1
+    for seat in range(state.players):
+        if seat in owners and not state.laid_before[seat] and seat != laying:
+            raise _impossible(
+                "laid_before",
+                _format_bits(state.laid_before),
+                f"seat {seat} has cards on the table, laid in an earlier turn",
+            )
+        # (laid_before without a table card is possible: a joker laid off, then swapped out.)
+        if seat not in owners and state.melded[seat]:
+            raise _impossible(
+                "melded", _format_bits(state.melded), f"seat {seat} has no card on the table"
+            )
+    if state.idle_turns > rules.idle_turn_cap:
+        raise _impossible(
+            "idle_turns",
+            state.idle_turns,
+            f"the hand ends when it reaches {rules.idle_turn_cap} (idle_turn_cap)",
+        )
+    if not rules.table_melds:
+        for seat, hand in enumerate(state.hands):
+            # The seat that has drawn holds one card more, until his knock's discard.
+            drawn = seat == state.turn and phase is Phase.PLAY
+            sizes = (rules.hand_size, rules.hand_size + 1) if drawn else (rules.hand_size,)
+            if state.active[seat] and len(hand) not in sizes:
+                raise _impossible(
+                    "hands",
+                    _format_hands(state.hands),
+                    f"seat {seat} holds {len(hand)} cards; this phase needs"
+                    f" {' or '.join(map(str, sizes))}",
+                )
+    return state

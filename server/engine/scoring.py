@@ -29,6 +29,7 @@ __all__ = [
     "game_outcome",
     "game_winners",
     "hand_count",
+    "hand_winner",
     "meld_points",
     "opening_points",
     "parse_amount",
@@ -382,3 +383,30 @@ def format_amount(amount: Fraction) -> str:
 def parse_amount(text: str) -> Fraction:
     """Inverse of ``format_amount``."""
     return Fraction(text)
+
+
+def hand_winner(rules: Rules, points: Sequence[Fraction], active: Sequence[bool] = ()) -> int:
+    """The seat that did best in a hand, or -1 when no seat did strictly better than every other.
+
+    Best is the most points, except under ``penalty`` scoring (Ramino's too), where points are
+    penalties and the fewest win. Only seats still in the game (``active``; all when empty)
+    compete, so an eliminated seat's zero never ties with the player who went out. A tie at the
+    top, or a hand in which every seat scores the same (a void Gin Rummy hand, a Gin tie), has no
+    winner. This is ``HandEnded.winner``; who ended the hand is ``HandEnded.ended_by``.
+
+    >>> from server.engine.variants import make_rules
+    >>> knock = make_rules("knock", {}, 3)
+    >>> hand_winner(knock, [Fraction(5), Fraction(0), Fraction(12)])  # the undercutter
+    2
+    >>> hand_winner(knock, [Fraction(0), Fraction(0), Fraction(0)])
+    -1
+    >>> hand_winner(make_rules("ramino", {}, 3), [Fraction(0), Fraction(40), Fraction(7)])
+    0
+    """
+    seats = [seat for seat in range(len(points)) if not active or active[seat]]
+    if not seats:
+        return -1
+    sign = -1 if rules.scoring == "penalty" else 1
+    best = max(sign * points[seat] for seat in seats)
+    leaders = [seat for seat in seats if sign * points[seat] == best]
+    return leaders[0] if len(leaders) == 1 else -1

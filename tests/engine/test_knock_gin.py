@@ -223,8 +223,9 @@ def test_a_knock_discards_and_ends_the_hand() -> None:
     expected = (0, card("QH"), _layout_of("2C 3C 4C"), 32)
     assert expected == (knocked.seat, knocked.card, _layout(knocked.melds), knocked.deadwood)
     ended = _hand_end(events)
-    outcome = (0, "knock")
-    assert outcome == (ended.winner, ended.reason)
+    # Seat 1 pays 43 - 32 = 11; seat 2 (20) collects 32 - 20 + 10 = 22: seat 2 gains most.
+    outcome = (0, 2, "knock")
+    assert outcome == (ended.ended_by, ended.winner, ended.reason)
     assert card("QH") == after.upcard
     assert Phase.DEAL == after.phase
 
@@ -742,3 +743,15 @@ def test_deals_1_plays_one_hand() -> None:
     expected = ((0,), ("386", "0"))
     assert expected == (ended.winners, ended.totals)
     assert Phase.GAME_OVER == after.phase
+
+
+def test_knock_winner_is_the_seat_that_gains_most_and_ended_by_the_knocker() -> None:
+    """Seat 0 knocks with 5 unmatched (A-2-3C, 4-4-4, 5D left), discarding the drawn QH.
+    Seat 1 counts 8 (8H beside 5-6-7C and three 9s): he pays 8 - 5 = 3. Seat 2 has no unmatched
+    card (9C-QC, three 3s): he collects 5 - 0 + 10 = 15. Seat 2 gains most: he is the hand's
+    winner; seat 0 ended it."""
+    hands = ["AC 2C 3C 4D 4H 4S 5D", "5C 6C 7C 9S 9H 9D 8H", "9C TC JC QC 3H 3D 3S"]
+    state = _knock_drawn(hands)
+    _, ended = _knocked(state, 0, Knock(card("QH")))
+    expected = (2, 0, "knock", (5, 8, 0), ("3", "0", "15"))
+    assert expected == (ended.winner, ended.ended_by, ended.reason, ended.counts, ended.points)

@@ -49,6 +49,7 @@ from server.engine.solver import discard_deadwoods
 from server.engine.variants import VARIANTS, rules_replace
 
 BAD_POSITION = "notation/bad_position"
+IMPOSSIBLE_POSITION = "notation/impossible_position"
 
 # Basic rummy, two players: seat 0 dealt, seat 1 is to draw; the stock is the rest of the pack.
 DRAW_POSITION = (
@@ -88,7 +89,7 @@ GIN_KNOCK_POSITION = (
 
 # The result of that knock, as ``last_result=`` writes it.
 GIN_KNOCK_RESULT = (
-    "hand:1;winner:0;reason:knock;rummy:no"
+    "hand:1;winner:0;ended_by:0;reason:knock;rummy:no"
     ";hands:2C.3C.4C.7D.AH.7H.7S.JS.QS.KS/5C.7C.KC.2D.KD.8H.9H.TH.KH.3S"
     ";counts:1,5;points:4,0;totals:4,0;eliminated:-"
     ";shown:2C.3C.4C|7D.7H.7S|JS.QS.KS/KC.KD.KH|8H.9H.TH;laid_off:5C.7C"
@@ -329,7 +330,7 @@ def test_fractional_scores_and_the_previous_result_round_trip() -> None:
     text = to_position(state)
     assert "scores=25/2,-3" in text.split()
     assert (
-        "last_result=hand:1;winner:-;reason:idle_cap;rummy:no;hands:2C.3C/KD.QD.JD;"
+        "last_result=hand:1;winner:-;ended_by:-;reason:idle_cap;rummy:no;hands:2C.3C/KD.QD.JD;"
         "counts:5,30;points:25/2,-3;totals:25/2,-3;eliminated:1;shown:-;laid_off:-"
     ) in text.split()
     assert state == from_position(text)
@@ -432,6 +433,7 @@ def test_the_result_part_of_the_notation_has_a_part_for_every_hand_result_field(
     expected = {
         "hand",
         "winner",
+        "ended_by",
         "reason",
         "rummy",
         "hands",
@@ -652,8 +654,8 @@ def test_a_gin_knock_records_the_shown_melds_and_lay_offs_in_the_result() -> Non
 @pytest.mark.parametrize(
     ("variant", "expected"),
     [
-        ("gin", "winner:1;reason:undercut;"),
-        ("gin:undercut_on_tie=false", "winner:-;reason:tie;"),
+        ("gin", "winner:1;ended_by:0;reason:undercut;"),
+        ("gin:undercut_on_tie=false", "winner:-;ended_by:0;reason:tie;"),
     ],
 )
 def test_a_knock_tied_in_deadwood_round_trips_as_an_undercut_or_a_tie(
@@ -709,7 +711,7 @@ def test_passing_at_the_wall_voids_the_hand_and_round_trips() -> None:
     for event in decide(state, 1, Pass()):
         state = evolve(state, event)
     written = to_position(state)
-    assert "winner:-;reason:wall;" in written
+    assert "winner:-;ended_by:-;reason:wall;" in written
     assert written.endswith(";shown:-;laid_off:-")
     assert state == from_position(written)
 
@@ -925,7 +927,7 @@ def _load_or_error_code(text: str) -> State | str:
 def test_arbitrary_text_either_loads_or_is_refused_with_the_position_code(text: str) -> None:
     """No text makes ``from_position`` fail with anything but the notation error."""
     outcome = _load_or_error_code(text)
-    assert isinstance(outcome, State) or BAD_POSITION == outcome
+    assert isinstance(outcome, State) or outcome in {BAD_POSITION, IMPOSSIBLE_POSITION}
 
 
 @settings(max_examples=300, deadline=None)
@@ -942,7 +944,7 @@ def test_a_damaged_position_either_loads_or_is_refused_with_the_position_code(
     if isinstance(outcome, State):
         assert outcome == from_position(to_position(outcome))
     else:
-        assert BAD_POSITION == outcome
+        assert outcome in {BAD_POSITION, IMPOSSIBLE_POSITION}
 
 
 @settings(max_examples=200, deadline=None)
@@ -960,10 +962,69 @@ def test_a_damaged_knock_result_either_loads_or_is_refused_with_the_position_cod
     if isinstance(outcome, State):
         assert outcome == from_position(to_position(outcome))
     else:
-        assert BAD_POSITION == outcome
+        assert outcome in {BAD_POSITION, IMPOSSIBLE_POSITION}
 
 
 def test_the_module_examples_hold() -> None:
     """The doctest examples in the module's docstrings run as written."""
     results = doctest.testmod(position)
     assert (0, True) == (results.failed, results.attempted > 0)
+
+
+# Basic rummy: seat 1 has drawn and laid 5S-6S-7S and 7C-8C-9C this turn.
+_TWO_MELDS = (
+    "ramino1 {variant} 2 play hand=1 dealer=0 turn=1 scores=0,0 active=11"
+    " hands=2C.3C.4C.5D.6D.7D.8S.9S.TS.JH/AH.2H.3H.4S stock=* pile=KD"
+    " melds=1:5S.1:6S.1:7S|1:7C.1:8C.1:9C taken=- required=- melded=01 laid_before=00"
+    " melds_this_turn={melds} laid_this_turn={laid}"
+)
+
+IMPOSSIBLE: list[tuple[str, str]] = [
+    (_TWO_MELDS.format(variant="basic", melds=2, laid="yes"), "melds_this_turn"),
+    (PLAY_POSITION.replace("laid_before=11", "laid_before=01"), "laid_before"),
+    (
+        _TWO_MELDS.format(variant="basic:melds_per_turn=unlimited", melds=2, laid="no"),
+        "laid_this_turn",
+    ),
+    (DRAW_POSITION + " taken=JH", "taken"),
+    (DRAW_POSITION + " required=JH", "required"),
+    (DRAW_POSITION + " melds_this_turn=1", "melds_this_turn"),
+    (DRAW_POSITION + " laid_this_turn=yes", "laid_this_turn"),
+    (DRAW_POSITION + " resume=0", "resume"),
+    (DRAW_POSITION.replace("turn=1", "turn=-"), "turn"),
+    (DRAW_POSITION.replace("active=11", "active=10"), "turn"),
+    (DRAW_POSITION + " melded=10", "melded"),
+    (DRAW_POSITION + " idle_turns=61", "idle_turns"),
+    (DRAW_POSITION.replace("basic", "basic:max_stock_reuses=1") + " reuses=2", "reuses"),
+    (DRAW_POSITION + " winners=0", "winners"),
+    (DRAW_POSITION.replace(" draw ", " game_over ").replace("turn=1", "turn=-"), "winners"),
+    (PLAY_POSITION.replace(" winners=-", " must_knock=yes winners=-"), "must_knock"),
+    (DRAW_POSITION.replace("basic", "knock").replace(".9C.TD", ".9C"), "hands"),
+    (FIRST_UPCARD_POSITION.replace(".JH/", "/"), "hands"),
+]
+
+
+@pytest.mark.parametrize(("text", "field"), IMPOSSIBLE)
+def test_a_position_live_play_cannot_reach_is_refused_naming_the_field(
+    text: str, field: str
+) -> None:
+    """Each text reads but could never arise in a game (more melds this turn than the table
+    allows, turn bookkeeping while no one has drawn, a seat marked as having melded with no
+    card on the table, counters past the end of the hand, wrong hand sizes in Knock and Gin):
+    ``NotationError`` coded ``notation/impossible_position`` naming the field."""
+    with pytest.raises(NotationError) as caught:
+        from_position(text)
+    assert (IMPOSSIBLE_POSITION, f"position field {field!r}") == (
+        caught.value.code,
+        caught.value.message[: len(f"position field {field!r}")],
+    )
+
+
+def test_the_same_positions_made_possible_are_read() -> None:
+    """Controls for the refusals above: two melds in a turn where the table allows any number,
+    and seat 1's turn bookkeeping once he has drawn, are read without complaint."""
+    unlimited = _TWO_MELDS.format(variant="basic:melds_per_turn=unlimited", melds=2, laid="yes")
+    drawn = DRAW_POSITION.replace(" draw ", " play ") + " taken=KD"
+    drawn = drawn.replace("pile=KD", "pile=QD").replace(".9C.TD", ".9C.TD.KD")
+    states = [from_position(unlimited), from_position(drawn)]
+    assert [2, 0] == [state.melds_this_turn for state in states]

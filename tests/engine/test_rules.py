@@ -619,13 +619,19 @@ def test_block_offers_the_upcard_or_pass_when_the_stock_is_empty() -> None:
 
 
 def test_block_pass_ends_the_hand_settled_by_differences() -> None:
-    """Passing ends the hand with no winner; the lower hand wins the difference (77 - 59)."""
+    """Passing ends the hand with no one out; the lower hand (seat 0, 59) wins the difference
+    (77 - 59) and is the hand's winner."""
     state = run_down_stock(opening(make_rules("block", {}, 2)))
     seat = to_move(state)
     state, events = step(state, seat, Pass())
     assert [Declined, HandEnded] == kinds(events)
     ended = result(state)
-    assert (-1, (59, 77), ("18", "0")) == (ended.winner, ended.counts, ended.points)
+    assert (0, -1, (59, 77), ("18", "0")) == (
+        ended.winner,
+        ended.ended_by,
+        ended.counts,
+        ended.points,
+    )
 
 
 def test_block_taking_the_upcard_continues_the_hand() -> None:
@@ -651,7 +657,8 @@ def test_max_stock_reuses_ends_the_hand_like_block(reuses: int) -> None:
     assert not chance_pending(state)
     assert [TakeDiscard(), Pass()] == legal_actions(state, to_move(state))
     state = play(state, to_move(state), Pass())
-    assert (-1, ("18", "0")) == (result(state).winner, result(state).points)
+    # No one out: seat 0's lower hand collects the difference and wins the hand.
+    assert (0, ("18", "0")) == (result(state).winner, result(state).points)
 
 
 def test_ties_for_the_lowest_hand_share_exact_fractions() -> None:
@@ -744,7 +751,8 @@ def test_a_fixed_number_of_deals_ends_the_game() -> None:
 
 
 def test_idle_turn_cap_ends_the_hand() -> None:
-    """After ``idle_turn_cap`` turns in a row with no meld or lay-off the hand ends, no winner."""
+    """After ``idle_turn_cap`` turns in a row with no meld or lay-off the hand ends with no one
+    out; it is settled by differences, so the lower hand (seat 0) wins it."""
     state = opening(basic(idle_turn_cap=4), stock="6D 7D 8D 9H")
     for seat, drawn in ((0, "6D"), (1, "7D"), (0, "8D")):
         state = play(state, seat, DrawStock(), Discard(card(drawn)))
@@ -752,7 +760,12 @@ def test_idle_turn_cap_ends_the_hand() -> None:
     state, events = step(play(state, 1, DrawStock()), 1, Discard(card("9H")))
     assert [Discarded, HandEnded] == kinds(events)
     ended = result(state)
-    assert (-1, "idle_cap", ("18", "0")) == (ended.winner, ended.reason, ended.points)
+    assert (0, -1, "idle_cap", ("18", "0")) == (
+        ended.winner,
+        ended.ended_by,
+        ended.reason,
+        ended.points,
+    )
 
 
 def test_a_meld_resets_the_idle_turn_count() -> None:

@@ -599,8 +599,11 @@ def test_rummy500_hand_ends_when_the_stock_is_empty_and_the_pile_is_declined() -
     ended = _result(state)
     counts = tuple(sum(state.rules.values[card_face(c)] for c in hand) for hand in ended.hands)
     assert counts == ended.counts
-    expected = (-1, "stock_exhausted", (str(9 - counts[0]), str(-counts[1])))
-    assert expected == (ended.winner, ended.reason, ended.points)
+    points = (9 - counts[0], -counts[1])
+    # The hand's winner is the seat with more points (none on a tie); no one ended it.
+    winner = -1 if points[0] == points[1] else points.index(max(points))
+    expected = (winner, -1, "stock_exhausted", tuple(str(point) for point in points))
+    assert expected == (ended.winner, ended.ended_by, ended.reason, ended.points)
 
 
 def test_rummy500_pile_is_spread_every_card_public() -> None:
@@ -1086,3 +1089,31 @@ def test_bussare_needs_three_or_four_players() -> None:
     with pytest.raises(VariantError) as caught:
         _ramino(2, bussare=True)
     assert "variant/contradictory_options" == caught.value.code
+
+
+# Going out by a lay-down counts that lay-down ---------------------------------------------------
+
+_OUT_BY_MELD = ["7H 8H 9H KS KD KC 2C 3C 4C 5C 6C 7C 8C", "2D 3D 4D 5S 6S 7S 8D 9D TS JD QD 2H 3H"]
+"""Seat 0 goes out after drawing 9C. Seat 1 holds 2+3+4+5+6+7+8+9+10+10+10+2+3 = 79."""
+
+
+def test_rummy500_going_out_by_meld_counts_the_last_meld() -> None:
+    """Seat 0 lays everything down in one meld command after drawing 9C: 7+8+9 = 24, 2C..9C =
+    44, KS KD KC = 30, so 98 for him; seat 1 laid nothing and holds 79: -79."""
+    rules = _rummy500(2)
+    state = play(_deal(rules, _OUT_BY_MELD, "AS", "9C"), 0, DrawStock())
+    state = play(state, 0, meld("7H 8H 9H", "2C 3C 4C 5C 6C 7C 8C 9C", "KS KD KC"))
+    ended = _result(state)
+    expected = (0, 0, "out", ("98", "-79"))
+    assert expected == (ended.winner, ended.ended_by, ended.reason, ended.points)
+
+
+def test_rummy500_going_out_by_lay_off_counts_the_last_card() -> None:
+    """Seat 0 melds all but 9C (89), then lays 9C off on his own club run to go out: 89 + 9 = 98;
+    seat 1: -79."""
+    rules = _rummy500(2)
+    state = play(_deal(rules, _OUT_BY_MELD, "AS", "9C"), 0, DrawStock())
+    state = play(state, 0, meld("7H 8H 9H", "2C 3C 4C 5C 6C 7C 8C", "KS KD KC"))
+    state = play(state, 0, _layoff("9C", 1))
+    ended = _result(state)
+    assert ("98", "-79") == ended.points
