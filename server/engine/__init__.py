@@ -80,6 +80,7 @@ from server.engine.analysis import (
     opening_value,
 )
 from server.engine.errors import (
+    CodedError,
     EngineError,
     IllegalMoveError,
     InvalidMeldError,
@@ -108,6 +109,15 @@ from server.engine.game import (
 from server.engine.melds import AceMode, Meld, MeldKind, MeldRules
 from server.engine.notation import format_meld, format_melds, parse_meld, parse_melds
 from server.engine.position import from_position, to_position
+from server.engine.scoring import (
+    HandScore,
+    format_amount,
+    hand_winner,
+    parse_amount,
+    parse_points,
+    parse_totals,
+    score_hand,
+)
 from server.engine.variants import OPTIONS, VARIANTS, Preset, Rules, find_variant, make_rules
 from server.engine.views import HIDDEN, View, redact, view
 
@@ -123,6 +133,7 @@ __all__ = [
     "ClaimWindowClosed",
     "ClaimWindowOpened",
     "Claimed",
+    "CodedError",
     "Command",
     "Dealt",
     "Declined",
@@ -136,6 +147,7 @@ __all__ = [
     "Floated",
     "GameEnded",
     "HandEnded",
+    "HandScore",
     "IllegalMoveError",
     "InvalidMeldError",
     "Knock",
@@ -181,12 +193,14 @@ __all__ = [
     "evolve",
     "find_variant",
     "forfeit",
+    "format_amount",
     "format_card",
     "format_cards",
     "format_face",
     "format_meld",
     "format_melds",
     "from_position",
+    "hand_winner",
     "is_joker",
     "is_over",
     "is_valid_opening",
@@ -196,12 +210,16 @@ __all__ = [
     "make_rules",
     "new_game",
     "opening_value",
+    "parse_amount",
     "parse_card",
     "parse_cards",
     "parse_face",
     "parse_meld",
     "parse_melds",
+    "parse_points",
+    "parse_totals",
     "redact",
+    "score_hand",
     "scores",
     "to_move",
     "to_position",

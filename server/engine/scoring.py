@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Protocol
 
 from protocol.cards import Card, card_face, face_rank, is_joker
-from protocol.game import MeldSpec
+from protocol.game import GameEnded, HandEnded, MeldSpec
 from server.engine import solver
 from server.engine.melds import AceMode, Meld, MeldKind
 from server.engine.variants import Rules
@@ -24,7 +24,9 @@ never go out or knock still finishes); the best total then wins."""
 
 __all__ = [
     "GAME_HAND_CAP",
+    "HandScore",
     "KnockResult",
+    "OwnedMeld",
     "format_amount",
     "game_outcome",
     "game_winners",
@@ -33,6 +35,9 @@ __all__ = [
     "meld_points",
     "opening_points",
     "parse_amount",
+    "parse_points",
+    "parse_totals",
+    "score_hand",
     "settle_gin",
     "settle_hand",
     "settle_knock",
@@ -373,6 +378,154 @@ def settle_knock(
         elif rules.tie_goes_to == "opponent":
             points[seat] += 10
     return KnockResult(knocker, "knock", tuple(counts), tuple(points), tuple(shown))
+
+
+@dataclass(frozen=True, slots=True)
+class HandScore:
+    """The settlement of one hand, as ``score_hand`` works it out from its end."""
+
+    points: tuple[Fraction, ...]
+    """What each seat scores for the hand, exact (a penalty under ``scoring=penalty``)."""
+    counts: tuple[int, ...]
+    """Each seat's count: the value of his hand, or his unmatched points after a knock."""
+    winner: int
+    """The seat that does best in the hand (``hand_winner``: most points, fewest under
+    ``penalty`` scoring); -1 when no seat does strictly better than every other."""
+    ended_by: int
+    """The seat that went out or knocked; -1: nobody."""
+    reason: str
+    """Why the hand ended: ``out``, ``knock``, ``gin``, ``big_gin``, ``undercut``, ``tie``,
+    ``stock_exhausted``, ``wall``, ``idle_cap``."""
+    rummy: bool = False
+    """The seat that went out went rummy (all his cards in one turn)."""
+    shown: tuple[tuple[MeldSpec, ...], ...] = ()
+    """After a knock: the melds each seat showed."""
+    laid_off: tuple[Card, ...] = ()
+    """Gin Rummy: the cards the defender laid off on the knocker's melds."""
+
+
+def score_hand(
+    rules: Rules,
+    hands: Sequence[Sequence[Card]],
+    ended_by: int = -1,
+    *,
+    melds: Sequence[Meld] | None = None,
+    table: Iterable[OwnedMeld] = (),
+    rummy: bool = False,
+    big_gin: bool = False,
+    active: Sequence[bool] | None = None,
+    reason: str = "",
+) -> HandScore:
+    """Settle a hand from its end, without playing it: what each seat scores, and why.
+
+    ``hands`` are the cards each seat holds at the end (one entry per seat); ``ended_by`` the
+    seat that went out or knocked (-1: nobody, e.g. the stock ran out). ``active`` marks the
+    seats still in the game (default: every seat).
+
+    - Rummy presets: the counts are the values of the hands; ``rummy`` says whether the seat
+      that went out went rummy; ``table`` holds the table melds with their owners, which
+      Rummy 500 (``melded_minus_hand``) scores for the seats that laid them.
+    - Knock and Gin Rummy: ``hands[ended_by]`` is the knocker's hand after his discard (eleven
+      cards and ``big_gin=True`` for big gin) and ``melds`` the melds he lays out (default: his
+      best melds); the others show their best melds and, in Gin Rummy, lay off. Without a
+      knock the hand is void: everyone scores 0.
+
+    ``reason`` defaults to what the engine reports: ``out`` for a player out, the knock's
+    result after a knock, ``wall`` (Knock, Gin) or ``stock_exhausted`` when nobody ended it.
+
+    >>> from protocol.cards import parse_cards
+    >>> from server.engine.variants import make_rules
+    >>> basic = make_rules("basic", {}, 3)
+    >>> hands = [(), parse_cards("KS QS 2C"), parse_cards("7D")]
+    >>> settled = score_hand(basic, hands, 0, rummy=True)   # (10 + 10 + 2 + 7) doubled
+    >>> [str(p) for p in settled.points], settled.counts, settled.winner, settled.reason
+    (['58', '0', '0'], (0, 22, 7), 0, 'out')
+
+    Raises:
+        ValueError: ``ended_by`` is not a seat of ``hands``, or the knocker's ``melds`` use
+            cards he does not hold.
+    """
+    seats = len(hands)
+    if not -1 <= ended_by < seats:
+        raise ValueError(f"ended_by must be -1 or a seat 0-{seats - 1}, got {ended_by}")
+    playing = tuple(active) if active is not None else (True,) * seats
+    if rules.knocking and ended_by >= 0:
+        result = _settle_knock(rules, hands, playing, ended_by, melds, big_gin)
+        return HandScore(
+            points=result.points,
+            counts=result.counts,
+            winner=hand_winner(rules, result.points, playing),
+            ended_by=ended_by,
+            reason=reason or result.reason,
+            shown=result.shown,
+            laid_off=result.laid_off,
+        )
+    if rules.knocking:
+        counts = tuple(solver.deadwood(hand, rules.meld_rules, rules.values) for hand in hands)
+        points = settle_hand(rules, counts, ended_by, False, playing)
+        default = "wall"
+    else:
+        counts = tuple(hand_count(hand, rules) for hand in hands)
+        melded: tuple[int, ...] = ()
+        if rules.scoring == "melded_minus_hand":
+            owned = tuple(table)
+            melded = tuple(meld_points(owned, seat, rules) for seat in range(seats))
+        points = settle_hand(rules, counts, ended_by, rummy, playing, melded)
+        default = "out" if ended_by >= 0 else "stock_exhausted"
+    return HandScore(
+        points=points,
+        counts=counts,
+        winner=hand_winner(rules, points, playing),
+        ended_by=ended_by,
+        reason=reason or default,
+        rummy=rummy and ended_by >= 0,
+    )
+
+
+def _settle_knock(
+    rules: Rules,
+    hands: Sequence[Sequence[Card]],
+    active: Sequence[bool],
+    knocker: int,
+    melds: Sequence[Meld] | None,
+    big_gin: bool,
+) -> KnockResult:
+    """A knock settled as the engine settles it: the knocker's melds, deadwood, the others."""
+    hand = tuple(hands[knocker])
+    if melds is None:
+        melds, _ = solver.best_melds(hand, rules.meld_rules, rules.values)
+    used = [card for meld in melds for card in meld.cards]
+    if len(set(used)) != len(used) or not set(used) <= set(hand):
+        raise ValueError(
+            f"the knocker's melds must use distinct cards of his hand: {used!r} of {hand!r}"
+        )
+    unmatched = hand_count([card for card in hand if card not in set(used)], rules)
+    if rules.knocking == "gin":
+        return settle_gin(rules, hands, active, knocker, melds, unmatched, big_gin)
+    return settle_knock(rules, hands, active, knocker, melds, unmatched)
+
+
+def parse_points(result: HandEnded) -> tuple[Fraction, ...]:
+    """What each seat scored in a ``HandEnded`` event, as exact numbers (the event carries
+    text, ``"25/2"``, for the wire).
+
+    >>> from protocol.game import HandEnded
+    >>> ended = HandEnded(hand=1, winner=0, reason="out", rummy=False, hands=((), ()),
+    ...                   counts=(0, 5), points=("25/2", "0"), totals=("25/2", "0"))
+    >>> parse_points(ended)
+    (Fraction(25, 2), Fraction(0, 1))
+    """
+    return tuple(parse_amount(point) for point in result.points)
+
+
+def parse_totals(result: HandEnded | GameEnded) -> tuple[Fraction, ...]:
+    """Each seat's total after a ``HandEnded``, or the final totals of a ``GameEnded``, exact.
+
+    >>> from protocol.game import GameEnded
+    >>> parse_totals(GameEnded(winners=(1,), totals=("-3", "7")))
+    (Fraction(-3, 1), Fraction(7, 1))
+    """
+    return tuple(parse_amount(total) for total in result.totals)
 
 
 def format_amount(amount: Fraction) -> str:

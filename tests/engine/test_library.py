@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import doctest
 import inspect
+import random
+from fractions import Fraction
 from types import ModuleType
 
 import pytest
@@ -15,7 +17,11 @@ import server.engine
 from server.engine import (
     JOKER,
     AceMode,
+    Event,
+    GameEnded,
+    HandEnded,
     InvalidMeldError,
+    Knocked,
     Meld,
     MeldCommand,
     MeldKind,
@@ -23,27 +29,43 @@ from server.engine import (
     MeldShape,
     MeldSpec,
     NotationError,
+    State,
     TableMeld,
     VariantError,
     analysis,
     best_discard,
     best_melds,
+    chance,
+    chance_pending,
     check_meld,
     deadwood,
+    decide,
+    evolve,
+    format_amount,
     format_card,
     format_face,
     format_meld,
     format_melds,
+    hand_winner,
+    is_over,
     is_valid_opening,
     layoff_targets,
+    legal_actions,
     make_rules,
+    new_game,
     notation,
     opening_value,
     parse_face,
     parse_meld,
     parse_melds,
+    parse_points,
+    parse_totals,
+    score_hand,
+    scoring,
+    to_move,
     variants,
 )
+from server.engine.game import NO_CARD
 from server.engine.notation import format_declared, parse_declared
 from tests.engine.helpers import card, cards
 
@@ -83,12 +105,16 @@ def test_public_functions_have_an_example() -> None:
         "deadwood",
         "format_meld",
         "format_melds",
+        "hand_winner",
         "is_valid_opening",
         "layoff_targets",
         "make_rules",
         "opening_value",
         "parse_meld",
         "parse_melds",
+        "parse_points",
+        "score_hand",
+        "parse_totals",
     ]
     lacking = [name for name in names if ">>>" not in (getattr(server.engine, name).__doc__ or "")]
     assert [] == lacking
@@ -104,7 +130,7 @@ def test_meld_names_do_not_collide() -> None:
     assert meld.cards == command.melds[0].cards
 
 
-@pytest.mark.parametrize("module", [notation, analysis, variants])
+@pytest.mark.parametrize("module", [notation, analysis, variants, scoring])
 def test_module_examples_hold(module: ModuleType) -> None:
     """The doctest examples in the library modules run as written."""
     results = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
@@ -138,7 +164,7 @@ def test_the_multi_meld_form_uses_bars_and_a_dash_for_none() -> None:
 def test_spaces_separate_cards_too() -> None:
     """``parse_meld`` reads the space-separated form ``str(meld)`` writes."""
     meld = parse_meld("QC QD QS", BASIC)
-    assert str(meld) == "QC QD QS"
+    assert "QC QD QS" == str(meld)
     assert meld == parse_meld(str(meld).replace(" ", "."), BASIC)
 
 
@@ -353,3 +379,278 @@ def test_is_valid_opening_without_an_opening_minimum() -> None:
     assert 0 == BASIC.opening_minimum
     assert is_valid_opening(parse_melds("2C.3C.4C", BASIC), BASIC)
     assert not is_valid_opening((), BASIC)
+
+
+# Settling a hand -------------------------------------------------------------------------------
+
+
+def amounts(points: tuple[Fraction, ...]) -> list[str]:
+    """Points as exact text."""
+    return [str(point) for point in points]
+
+
+def test_score_hand_someone_out() -> None:
+    """basic, 3 seats, seat 0 out: he collects KS QS 2C (22) + 7D (7) = 29; going rummy
+    doubles it (the default ``going_rummy=double``) to 58; ``plus10`` adds 10 once under
+    ``winner_collects`` (docs/variants.md, going rummy effects): 39."""
+    rules = make_rules("basic", {}, 3)
+    hands = [(), cards("KS QS 2C"), cards("7D")]
+    plain = score_hand(rules, hands, 0)
+    assert (["29", "0", "0"], (0, 22, 7), 0, 0, "out", False) == (
+        amounts(plain.points),
+        plain.counts,
+        plain.winner,
+        plain.ended_by,
+        plain.reason,
+        plain.rummy,
+    )
+    assert ["58", "0", "0"] == amounts(score_hand(rules, hands, 0, rummy=True).points)
+    plus10 = make_rules("basic", {"going_rummy": "plus10"}, 3)
+    assert ["39", "0", "0"] == amounts(score_hand(plus10, hands, 0, rummy=True).points)
+
+
+def test_score_hand_by_differences() -> None:
+    """RULES.md's worked example: counts 6, 15, 7, 21 with nobody out: the lowest scores
+    9 + 1 + 15 = 25. Counts 6, 6, 31: the pot is 31 - 6 = 25, shared by the two lowest: 25/2
+    each, and no seat does strictly best."""
+    basic4 = make_rules("basic", {}, 4)
+    hands = [cards("6C"), cards("KS 5H"), cards("7D"), cards("KD QD AC")]
+    settled = score_hand(basic4, hands)
+    assert (["25", "0", "0", "0"], (6, 15, 7, 21), 0, -1, "stock_exhausted") == (
+        amounts(settled.points),
+        settled.counts,
+        settled.winner,
+        settled.ended_by,
+        settled.reason,
+    )
+    tied = score_hand(make_rules("basic", {}, 3), [cards("6C"), cards("6D"), cards("KS KH KD AC")])
+    assert ([Fraction(25, 2), Fraction(25, 2), Fraction(0)], -1) == (list(tied.points), tied.winner)
+    assert "idle_cap" == score_hand(basic4, hands, reason="idle_cap").reason
+
+
+def test_score_hand_penalty_and_pay_winner() -> None:
+    """``penalty``: each loser scores his own hand (22 and 7), the winner 0 and does best;
+    ``pay_winner``: the losers pay it to the winner, zero-sum (29, -22, -7)."""
+    hands = [(), cards("KS QS 2C"), cards("7D")]
+    penalty = score_hand(make_rules("basic", {"scoring": "penalty"}, 3), hands, 0)
+    assert (["0", "22", "7"], 0) == (amounts(penalty.points), penalty.winner)
+    paying = score_hand(make_rules("basic", {"scoring": "pay_winner"}, 3), hands, 0)
+    assert (["29", "-22", "-7"], 0) == (amounts(paying.points), paying.winner)
+
+
+def test_score_hand_rummy500_counts_what_each_seat_laid() -> None:
+    """Seat 0 laid 7C 8C 9C and KC (7 + 8 + 9 + 10 = 34) and went out; seat 1 laid KD KH KS
+    (30) and holds AS 5D (15 + 5 = 20): 34 and 10. A joker on the table is worth 15 whatever it
+    stands for and an ace below a 2 is worth 1, so AD 2D JK=3D adds 1 + 2 + 15 = 18."""
+    rules = make_rules("rummy500")
+    table = [
+        TableMeld(parse_meld("7C.8C.9C", rules), (0, 0, 0)),
+        TableMeld(parse_meld("KC.KD.KH.KS", rules), (0, 1, 1, 1)),
+    ]
+    settled = score_hand(rules, [(), cards("AS 5D")], 0, table=table)
+    assert (["34", "10"], (0, 20), 0) == (amounts(settled.points), settled.counts, settled.winner)
+    more = [*table, TableMeld(parse_meld("AD.2D.JK=3D", rules), (1, 1, 1))]
+    # seat 1: 30 + 18 - 20 = 28
+    assert ["34", "28"] == amounts(score_hand(rules, [(), cards("AS 5D")], 0, table=more).points)
+
+
+def test_score_hand_gin_knock_and_undercut() -> None:
+    """Knock with 1 (AS) against 39 after the defender lays off 8C 9C on 5C-6C-7C: 38 to the
+    knocker. Knock with 9 (9S) against 2 (2H): undercut, 9 - 2 + 25 = 32 to the defender."""
+    gin = make_rules("gin")
+    knocker = cards("5C 6C 7C 2D 3D 4D 8H 9H TH AS")
+    settled = score_hand(gin, [knocker, cards("8C 9C TC TD TS KD QH JS 4S 5H")], 0)
+    assert (["38", "0"], (1, 39), 0, 0, "knock") == (
+        amounts(settled.points),
+        settled.counts,
+        settled.winner,
+        settled.ended_by,
+        settled.reason,
+    )
+    assert cards("8C 9C") == settled.laid_off
+    undercut = score_hand(
+        gin, [cards("5C 6C 7C 2D 3D 4D 8H 9H TH 9S"), cards("AS 2S 3S 4H 5H 6H JC QC KC 2H")], 0
+    )
+    assert (["0", "32"], 1, 0, "undercut") == (
+        amounts(undercut.points),
+        undercut.winner,
+        undercut.ended_by,
+        undercut.reason,
+    )
+
+
+def test_score_hand_gin_and_big_gin() -> None:
+    """Gin (5C-7C, 2D-4D, 8H-JH): no lay-offs; the defender's best is the set TC TD TS, leaving
+    8C 9C KD QH JS 4S 5H = 8 + 9 + 10 + 10 + 10 + 4 + 5 = 56 (the run 8C-TC would leave TD TS,
+    59): 56 + 25 = 81. Big gin (eleven cards with 4C, no discard): 56 + 31 = 87."""
+    gin = make_rules("gin")
+    defender = cards("8C 9C TC TD TS KD QH JS 4S 5H")
+    knocker = cards("5C 6C 7C 2D 3D 4D 8H 9H TH JH")
+    settled = score_hand(gin, [knocker, defender], 0)
+    assert (["81", "0"], (0, 56), "gin", ()) == (
+        amounts(settled.points),
+        settled.counts,
+        settled.reason,
+        settled.laid_off,
+    )
+    big = score_hand(gin, [(*knocker, card("4C")), defender], 0, big_gin=True)
+    assert (["87", "0"], "big_gin") == (amounts(big.points), big.reason)
+
+
+def test_score_hand_uses_the_knocker_s_own_melds() -> None:
+    """Laying out only 5C-7C and 2D-4D leaves 8H 9H TH AS = 28; the defender still lays off
+    8C 9C and keeps 39: the knocker scores 39 - 28 = 11."""
+    gin = make_rules("gin")
+    knocker = cards("5C 6C 7C 2D 3D 4D 8H 9H TH AS")
+    defender = cards("8C 9C TC TD TS KD QH JS 4S 5H")
+    melds = parse_melds("5C.6C.7C|2D.3D.4D", gin)
+    settled = score_hand(gin, [knocker, defender], 0, melds=melds)
+    assert (["11", "0"], (28, 39)) == (amounts(settled.points), settled.counts)
+    with pytest.raises(ValueError, match="distinct cards of his hand"):
+        score_hand(gin, [knocker, defender], 0, melds=parse_melds("TC.TD.TS", gin))
+
+
+def test_score_hand_knock_rummy_settles_pairwise() -> None:
+    """Knock Rummy, 3 seats: the knocker melds 2D-4D and three nines and shows 5 (5S); seat 1
+    melds 9D-QD and shows 2C 7H 9H = 18, paying 18 - 5 = 13; seat 2 melds the kings and 6C-8C
+    and shows 3 (3H), collecting 5 - 3 + 10 = 12. The knocker does best with 13."""
+    knock = make_rules("knock", {}, 3)
+    hands = [
+        cards("5S 2D 3D 4D 9C 9H 9S"),
+        cards("QD 2C 7H 9H 9D TD JD"),
+        cards("3H KC KD KS 6C 7C 8C"),
+    ]
+    settled = score_hand(knock, hands, 0)
+    assert (["13", "0", "12"], (5, 18, 3), 0, "knock") == (
+        amounts(settled.points),
+        settled.counts,
+        settled.winner,
+        settled.reason,
+    )
+    assert ["9D.TD.JD.QD"] == [format_meld(spec) for spec in settled.shown[1]]
+
+
+def test_score_hand_void_gin_hand() -> None:
+    """A Gin Rummy hand that reaches the wall is void: counts are the deadwoods, points 0."""
+    gin = make_rules("gin")
+    settled = score_hand(gin, [cards("2C 3C 4C KS"), cards("QH QD QS 5D")])
+    assert (["0", "0"], (10, 5), -1, -1, "wall") == (
+        amounts(settled.points),
+        settled.counts,
+        settled.winner,
+        settled.ended_by,
+        settled.reason,
+    )
+
+
+def test_score_hand_leaves_seats_out_of_the_game_out() -> None:
+    """Ramino (penalty scoring), seat 2 eliminated: seat 0 goes out (0), seat 1 holds KS 5D
+    (10 + 5 = 15); seat 2 scores nothing and does not compete, so seat 0 does best. Counted
+    as a player, seat 2's 0 would tie with seat 0: no winner."""
+    ramino3 = make_rules("ramino", {}, 3)
+    hands = [(), cards("KS 5D"), ()]
+    settled = score_hand(ramino3, hands, 0, active=[True, True, False])
+    assert (["0", "15", "0"], 0) == (amounts(settled.points), settled.winner)
+    assert -1 == hand_winner(ramino3, settled.points)
+
+
+def test_score_hand_refuses_a_seat_that_is_not_one() -> None:
+    """``ended_by`` is -1 or a seat of ``hands``."""
+    with pytest.raises(ValueError, match="got 2"):
+        score_hand(BASIC, [(), cards("7D")], 2)
+
+
+def test_points_and_totals_as_fractions() -> None:
+    """The wire strings of ``HandEnded`` and ``GameEnded`` read back as exact numbers."""
+    ended = HandEnded(
+        hand=1,
+        winner=-1,
+        reason="stock_exhausted",
+        rummy=False,
+        hands=((), (), ()),
+        counts=(6, 6, 31),
+        points=("25/2", "25/2", "0"),
+        totals=("25/2", "45/2", "-3"),
+    )
+    assert (Fraction(25, 2), Fraction(25, 2), Fraction(0)) == parse_points(ended)
+    assert (Fraction(25, 2), Fraction(45, 2), Fraction(-3)) == parse_totals(ended)
+    assert (Fraction(7),) == parse_totals(GameEnded(winners=(0,), totals=("7",)))
+
+
+# score_hand agrees with the game ---------------------------------------------------------------
+
+
+def _ended_hands(
+    variant: str, players: int, seed: int, hands: int
+) -> list[tuple[State, HandEnded, int, Knocked | None]]:
+    """Random play until ``hands`` hands ended: each ``HandEnded`` with the state before it,
+    the seat whose command ended the hand (-1: none) and the knock, if any."""
+    rng = random.Random(seed)
+    state = new_game(variant, {}, seats=players)
+    found: list[tuple[State, HandEnded, int, Knocked | None]] = []
+    while not is_over(state) and len(found) < hands:
+        seat = -1
+        if chance_pending(state):
+            events: tuple[Event, ...] = (chance(state, rng),)
+        else:
+            seat = to_move(state)
+            events = decide(state, seat, rng.choice(legal_actions(state, seat)))
+        knocked = next((event for event in events if isinstance(event, Knocked)), None)
+        for event in events:
+            if isinstance(event, HandEnded):
+                ended_by = seat if event.reason not in _NOBODY else -1
+                found.append((state, event, ended_by, knocked))
+            state = evolve(state, event)
+    return found
+
+
+_NOBODY = frozenset({"stock_exhausted", "idle_cap", "wall"})
+"""Reasons of a hand that nobody ended."""
+
+
+@pytest.mark.parametrize(
+    ("variant", "players"),
+    [
+        ("basic", 3),
+        ("block", 2),
+        ("wrotham", 3),
+        ("ramino_classic", 4),
+        ("rummy500", 3),
+        ("ramino", 2),
+        ("knock", 3),
+        ("gin", 2),
+    ],
+)
+def test_score_hand_settles_played_hands_as_the_game_does(variant: str, players: int) -> None:
+    """For hands played at random, ``score_hand`` given the end of the hand in plain values
+    (hands, who ended it, rummy, table melds, the knocker's melds) gives the game's points,
+    counts, winner, ended_by, reason, shown melds and lay-offs."""
+    checked = 0
+    for seed in range(4):
+        for state, ended, ended_by, knocked in _ended_hands(variant, players, seed, 3):
+            rules = state.rules
+            melds = None
+            if knocked is not None:
+                melds = [check_meld(spec.cards, rules, spec.faces) for spec in knocked.melds]
+            settled = score_hand(
+                rules,
+                ended.hands,
+                ended_by,
+                melds=melds,
+                table=state.melds,
+                rummy=ended.rummy,
+                big_gin=knocked is not None and knocked.card == NO_CARD,
+                active=state.active,
+                reason=ended.reason if ended_by < 0 else "",
+            )
+            assert (ended.points, ended.counts, ended.reason, ended.rummy) == (
+                tuple(format_amount(point) for point in settled.points),
+                settled.counts,
+                settled.reason,
+                settled.rummy,
+            )
+            assert (ended.shown, ended.laid_off) == (settled.shown, settled.laid_off)
+            assert (ended.winner, ended.ended_by) == (settled.winner, settled.ended_by)
+            assert ended_by == ended.ended_by
+            checked += 1
+    assert checked >= 4
