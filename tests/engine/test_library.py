@@ -46,6 +46,7 @@ from server.engine import (
     format_face,
     format_meld,
     format_melds,
+    from_position,
     hand_winner,
     is_over,
     is_valid_opening,
@@ -68,6 +69,8 @@ from server.engine import (
 from server.engine.game import NO_CARD
 from server.engine.notation import format_declared, parse_declared
 from tests.engine.helpers import card, cards
+from tests.engine.test_hand_endings import CASES as HAND_ENDINGS
+from tests.engine.test_hand_endings import Case, parse_move
 
 RAMINO = make_rules("ramino", {}, 2)
 BASIC = make_rules("basic", {}, 2)
@@ -654,3 +657,40 @@ def test_score_hand_settles_played_hands_as_the_game_does(variant: str, players:
             assert ended_by == ended.ended_by
             checked += 1
     assert checked >= 4
+
+
+@pytest.mark.parametrize("case", HAND_ENDINGS, ids=[case.name for case in HAND_ENDINGS])
+def test_score_hand_agrees_with_the_hand_worked_endings(case: Case) -> None:
+    """Each hand-worked ending of tests/golden/hand_endings.toml, settled by ``score_hand``
+    from the end of the hand in plain values, gives the points, winner, ended_by and reason
+    worked out by hand."""
+    start = from_position(case.position)
+    seat = int(case.data.get("seat", to_move(start)))
+    events = decide(start, seat, parse_move(str(case.data["move"])))
+    state = start
+    for event in events:
+        if isinstance(event, HandEnded):
+            break
+        state = evolve(state, event)
+    knocked = next((event for event in events if isinstance(event, Knocked)), None)
+    reason = str(case.data["reason"])
+    ended_by = seat if knocked is not None or reason == "out" else -1
+    melds = None
+    if knocked is not None:
+        melds = [check_meld(spec.cards, state.rules, spec.faces) for spec in knocked.melds]
+    settled = score_hand(
+        state.rules,
+        state.hands,
+        ended_by,
+        melds=melds,
+        table=state.melds,
+        rummy=reason == "out" and not start.laid_before[seat],
+        big_gin=knocked is not None and knocked.card == NO_CARD,
+        active=state.active,
+        reason=reason if ended_by < 0 else "",
+    )
+    expected = (case.data["points"], case.data["winner"], case.data["ended_by"], reason)
+    actual = (amounts(settled.points), settled.winner, settled.ended_by, settled.reason)
+    assert expected == actual, case.data["derivation"]
+    if "rummy" in case.data:
+        assert case.data["rummy"] is settled.rummy
