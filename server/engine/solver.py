@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 from collections.abc import Iterable, Iterator, Sequence
+from typing import cast
 
 from protocol.cards import JOKER, Card, Face, card_face, is_joker
 from server.engine.melds import (
@@ -129,7 +131,9 @@ class _Tables:
         "rules",
         "run_core",
         "run_options",
+        "set_masks",
         "set_need",
+        "sets_of",
     )
 
     def __init__(self, rules: MeldRules) -> None:
@@ -149,6 +153,27 @@ class _Tables:
             core[pattern] = union
         self.run_core: tuple[int, ...] = tuple(core)
         self.set_need = shortest
+        self.set_masks: tuple[tuple[tuple[int, ...], ...], ...] = tuple(
+            tuple(
+                (
+                    0,
+                    *(
+                        sum(1 << (suit * 13 + rank) for suit in range(4) if chosen >> suit & 1)
+                        for chosen in range(1, 16)
+                        if chosen & suits == chosen and shortest <= chosen.bit_count() <= _MAX_SET
+                    ),
+                )
+                for suits in range(16)
+            )
+            for rank in range(13)
+        )
+        """Per rank and 4-bit mask of the suits held: 0 and the face mask of every set."""
+        self.sets_of: dict[int, tuple[int, ...]] = {
+            sum(1 << (suit * 13 + rank) for suit in range(4) if suits >> suit & 1): choices[1:]
+            for rank, by_suits in enumerate(self.set_masks)
+            for suits, choices in enumerate(by_suits)
+        }
+        """The same without the 0, keyed by the face mask of the rank's cards held."""
         by_lowest: list[list[int]] = [[] for _ in range(_NATURAL_FACES)]
         for rank in range(13):
             for suits in range(1, 16):
@@ -231,10 +256,21 @@ def _tables(rules: MeldRules) -> _Tables:
 class _Context:
     """The tables for one ``(rules, values)`` pair, and the fast path's memo."""
 
-    __slots__ = ("by_lowest", "joker_value", "memo", "tables", "values")
+    __slots__ = (
+        "by_lowest",
+        "joker_value",
+        "melds",
+        "memo",
+        "rules",
+        "run_deadwood",
+        "run_melds",
+        "tables",
+        "values",
+    )
 
     def __init__(self, rules: MeldRules, values: tuple[int, ...]) -> None:
         self.tables = _tables(rules)
+        self.rules = rules
         self.values = values
         self.joker_value = values[JOKER]
         self.by_lowest: tuple[tuple[tuple[int, int], ...], ...] = tuple(
@@ -243,6 +279,48 @@ class _Context:
         )
         self.memo: dict[int, int] = {}
         """Fast path: most value that can be melded out of a face mask."""
+        self.run_deadwood: tuple[Sequence[int], ...] = tuple(
+            _run_deadwood_table(self.tables, values, suit) for suit in range(4)
+        )
+        """Per suit, indexed by the suit's 13-bit rank mask: the least deadwood of those cards
+        melded in runs only. When no rank is held in enough suits for a set, a one-deck hand's
+        deadwood is the sum of its four suits' entries."""
+        self.melds: dict[int, Meld] = {}
+        """The ``Meld`` of first-deck cards for a face mask, built (and checked) once."""
+        self.run_melds: tuple[_SuitMelds, ...] = tuple(_SuitMelds(self, suit) for suit in range(4))
+        """Per suit and rank mask: the runs the tie rule picks (``suit_melds``), sorted."""
+
+    def meld(self, faces: int) -> Meld:
+        """The meld of the first-deck cards of the face mask ``faces`` (a set or run)."""
+        meld = self.melds.get(faces)
+        if meld is None:
+            meld = self.melds[faces] = check_meld(tuple(_bits(faces)), self.rules)
+        return meld
+
+    def suit_melds(self, suit: int, pattern: int) -> tuple[Meld, ...]:
+        """The runs of an optimal partition of a suit's rank mask, by the tie rule, sorted.
+
+        Scanning from the lowest card: the first run holding it (in the solver's fixed order)
+        after which the rest still reaches the least deadwood, or else it is left over.
+        """
+        table = self.run_deadwood[suit]
+        offset = suit * _SUIT_BITS
+        rest = pattern
+        target = table[rest]
+        chosen: list[Meld] = []
+        while rest:
+            low = rest & -rest
+            rank = low.bit_length() - 1
+            for meld in self.tables.melds_by_lowest[offset + rank]:
+                run = meld >> offset
+                if run & rest == run and run <= _SUIT_MASK and table[rest ^ run] == target:
+                    chosen.append(self.meld(meld))
+                    rest ^= run
+                    break
+            else:
+                target -= self.values[offset + rank]
+                rest ^= low
+        return _sorted_melds(chosen)
 
     def melded(self, mask: int) -> int:
         """Most value that can be melded from a one-deck, joker-free face mask."""
@@ -255,8 +333,55 @@ class _Context:
         return _fast_melded(mask, memo, self.by_lowest)
 
 
+class _SuitMelds(dict[int, tuple[Meld, ...]]):
+    """``suit_melds`` of one suit by rank mask, each computed on its first look-up."""
+
+    __slots__ = ("context", "suit")
+
+    def __init__(self, context: _Context, suit: int) -> None:
+        super().__init__()
+        self.context = context
+        self.suit = suit
+
+    def __missing__(self, pattern: int) -> tuple[Meld, ...]:
+        melds = self[pattern] = self.context.suit_melds(self.suit, pattern)
+        return melds
+
+
+def _run_deadwood_table(tables: _Tables, values: Sequence[int], suit: int) -> Sequence[int]:
+    """Least deadwood of every rank mask of ``suit`` with runs only (a dynamic programme over
+    the masks in increasing order: the lowest card is left over or starts one of its runs)."""
+    offset = suit * _SUIT_BITS
+    runs_by_lowest = [
+        [(mask, _mask_value(mask << offset, values)) for mask in masks if mask <= _SUIT_MASK]
+        for masks in tables.melds_by_lowest[:_SUIT_BITS]
+    ]
+    melded = [0] * (1 << _SUIT_BITS)
+    dead = [0] * (1 << _SUIT_BITS)
+    for pattern in range(1, 1 << _SUIT_BITS):
+        low = pattern & -pattern
+        rank = low.bit_length() - 1
+        rest = pattern ^ low
+        best = melded[rest]
+        for run, value in runs_by_lowest[rank]:
+            if run & pattern == run:
+                total = value + melded[pattern ^ run]
+                if total > best:
+                    best = total
+        melded[pattern] = best
+        dead[pattern] = dead[rest] + values[offset + rank]
+    table = [total - best for total, best in zip(dead, melded)]
+    # Bytes when the values allow: 8 KB per suit stays in the CPU cache, a tuple of 8,192
+    # references does not (the look-ups are random), which shows in the solve rate.
+    return bytes(table) if max(table) < 256 else tuple(table)
+
+
 _contexts: dict[tuple[MeldRules, tuple[int, ...]], _Context] = {}
-_last_context: list[tuple[MeldRules, tuple[int, ...], _Context]] = []
+_last: _Context = cast("_Context", None)
+_last_rules: object = object()
+_last_values: object = object()
+"""The context used last, when its values were a tuple (so they cannot change); ``_last`` is
+only read once ``_last_rules`` has been set with it."""
 
 
 def _context(rules: MeldRules, values: Sequence[int]) -> _Context:
@@ -265,10 +390,9 @@ def _context(rules: MeldRules, values: Sequence[int]) -> _Context:
     Raises:
         ValueError: ``values`` does not hold 53 non-negative integers.
     """
-    if _last_context:
-        last_rules, last_values, last = _last_context[0]
-        if last_values is values and last_rules is rules:
-            return last
+    global _last, _last_rules, _last_values
+    if values is _last_values and rules is _last_rules:
+        return _last
     key_values = values if type(values) is tuple else tuple(values)
     key = (rules, key_values)
     context = _contexts.get(key)
@@ -279,7 +403,7 @@ def _context(rules: MeldRules, values: Sequence[int]) -> _Context:
             _contexts.clear()
         context = _contexts[key] = _Context(rules, key_values)
     if type(values) is tuple:
-        _last_context[:] = [(rules, key_values, context)]
+        _last, _last_rules, _last_values = context, rules, values
     return context
 
 
@@ -320,6 +444,18 @@ def _bits(mask: int) -> Iterator[int]:
 
 
 # --- Reading a hand -----------------------------------------------------------------------------
+
+_MAX_COPIES = 16
+_FACES = (1 << _NATURAL_FACES) - 1
+_COPY_FLAG = 1 << 60
+_CARD_BIT = {
+    copy << 6 | face: (1 << face if face < _NATURAL_FACES else 0) | (_COPY_FLAG if copy else 0)
+    for copy in range(_MAX_COPIES)
+    for face in range(_VALUE_COUNT)
+}.__getitem__
+"""A card's bit in a one-deck face mask (a joker: none), plus ``_COPY_FLAG`` for a copy other
+than the first; KeyError for a non-card. Summed over a hand, the low 52 bits hold one bit per
+card unless a face repeats (two equal bits carry, losing one) or a joker is held."""
 
 
 def _fast_mask(cards: Sequence[Card], values: Sequence[int]) -> tuple[int, int] | None:
@@ -548,7 +684,11 @@ def _joker_faces(natural_faces: Sequence[Face], count: int, ace: AceMode) -> lis
 
 
 def _sorted_melds(melds: Iterable[Meld]) -> tuple[Meld, ...]:
-    return tuple(sorted(melds, key=lambda meld: (meld.cards, meld.faces)))
+    # Sorted by (cards, faces); melds of one partition share no card, so cards decide.
+    return tuple(sorted(melds, key=_CARDS))
+
+
+_CARDS = operator.attrgetter("cards")
 
 
 # --- Public API ---------------------------------------------------------------------------------
@@ -565,14 +705,139 @@ def deadwood(hand: Iterable[Card], rules: MeldRules, values: Sequence[int]) -> i
     Raises:
         ValueError: ``values`` is not 53 non-negative values, or the hand repeats a card.
     """
-    context = _context(rules, values)
+    # The usual case, the context used last, is checked inline.
+    context = _last if rules is _last_rules and values is _last_values else _context(rules, values)
     cards = hand if type(hand) is tuple else tuple(hand)
-    fast = _fast_mask(cards, context.values)
-    if fast is None:
-        return _general_deadwood(context, _Hand(cards))
-    mask, total = fast
-    core = context.tables.core(mask)
-    return total - context.melded(core) if core else total
+    try:
+        mask = sum(map(_CARD_BIT, cards)) & _FACES
+    except KeyError:  # not a card: the general path says which
+        mask = 0
+    if mask.bit_count() == len(cards):
+        clubs = mask & _SUIT_MASK
+        diamonds = mask >> 13 & _SUIT_MASK
+        hearts = mask >> 26 & _SUIT_MASK
+        spades = mask >> 39
+        ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+        clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+        best = (
+            clubs_table[clubs]
+            + diamonds_table[diamonds]
+            + hearts_table[hearts]
+            + spades_table[spades]
+        )
+        if not ranks:  # no rank in three suits: no set, so the suits are independent
+            return best
+        if ranks & (ranks - 1):
+            return _deadwood_with_sets(context, mask, ranks)
+        # One rank may form a set: the best with each of its sets, or the runs alone.
+        for faces in context.tables.sets_of[mask & _SPREAD << (ranks.bit_length() - 1)]:
+            rest = mask ^ faces
+            total = (
+                clubs_table[rest & _SUIT_MASK]
+                + diamonds_table[rest >> 13 & _SUIT_MASK]
+                + hearts_table[rest >> 26 & _SUIT_MASK]
+                + spades_table[rest >> 39]
+            )
+            if total < best:
+                best = total
+        return best
+    return _general_deadwood(context, _Hand(cards))
+
+
+def _deadwood_with_sets(context: _Context, mask: int, ranks: int) -> int:
+    """Least deadwood of a one-deck, joker-free face mask with the ranks in ``ranks`` held in
+    three suits or more.
+
+    One deck holds at most one set of a rank, so every partition is: for each such rank, one
+    of its sets or none; the cards left go to runs, suit by suit (``run_deadwood``).
+    """
+    clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+    sets_of = context.tables.sets_of
+    choices = [(0, *sets_of[mask & _SPREAD << rank]) for rank in _bits(ranks)]
+    best = -1
+    for chosen in itertools.product(*choices):
+        rest = mask
+        for faces in chosen:
+            rest ^= faces
+        total = (
+            clubs_table[rest & _SUIT_MASK]
+            + diamonds_table[rest >> 13 & _SUIT_MASK]
+            + hearts_table[rest >> 26 & _SUIT_MASK]
+            + spades_table[rest >> 39]
+        )
+        if best < 0 or total < best:
+            best = total
+    return best
+
+
+def _fast_best_melds(context: _Context, mask: int) -> tuple[tuple[Meld, ...], int]:
+    """``best_melds`` of a one-deck, joker-free face mask (melds of first-deck cards).
+
+    Suits are independent unless a rank is held in three suits. With one such rank whose
+    sets (or no set) give a unique optimum, every optimal partition holds that choice, so the
+    tie rule's scan picks it and, suit by suit, the runs ``suit_melds`` picks for the rest.
+    Otherwise (ties between set choices, or several such ranks) the scan runs on the whole mask.
+    """
+    clubs = mask & _SUIT_MASK
+    diamonds = mask >> 13 & _SUIT_MASK
+    hearts = mask >> 26 & _SUIT_MASK
+    spades = mask >> 39
+    ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+    clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+    best = (
+        clubs_table[clubs] + diamonds_table[diamonds] + hearts_table[hearts] + spades_table[spades]
+    )
+    chosen = 0
+    if ranks:
+        if ranks & (ranks - 1):
+            return _scan_best_melds(context, mask)
+        tie = False
+        for faces in context.tables.sets_of[mask & _SPREAD << (ranks.bit_length() - 1)]:
+            rest = mask ^ faces
+            total = (
+                clubs_table[rest & _SUIT_MASK]
+                + diamonds_table[rest >> 13 & _SUIT_MASK]
+                + hearts_table[rest >> 26 & _SUIT_MASK]
+                + spades_table[rest >> 39]
+            )
+            if total < best:
+                best, chosen, tie = total, faces, False
+            elif total == best:
+                tie = True
+        if tie:
+            return _scan_best_melds(context, mask)
+        rest = mask ^ chosen
+        clubs = rest & _SUIT_MASK
+        diamonds = rest >> 13 & _SUIT_MASK
+        hearts = rest >> 26 & _SUIT_MASK
+        spades = rest >> 39
+    by_clubs, by_diamonds, by_hearts, by_spades = context.run_melds
+    # Runs of a lower suit hold lower cards, so the concatenation is sorted.
+    found = by_clubs[clubs] + by_diamonds[diamonds] + by_hearts[hearts] + by_spades[spades]
+    if chosen:
+        found = _sorted_melds((*found, context.meld(chosen)))
+    return found, best
+
+
+def _scan_best_melds(context: _Context, mask: int) -> tuple[tuple[Meld, ...], int]:
+    """``best_melds`` of a one-deck, joker-free face mask by the tie rule's scan itself."""
+    total = _mask_value(mask, context.values)
+    rest = context.tables.core(mask)
+    best = context.melded(rest) if rest else 0
+    least = total - best
+    melds: list[Meld] = []
+    while rest:
+        low = rest & -rest
+        for meld, value in context.by_lowest[low.bit_length() - 1]:
+            left = rest ^ meld
+            if meld & rest == meld and value + (context.melded(left) if left else 0) == best:
+                melds.append(context.meld(meld))
+                best -= value
+                rest = left
+                break
+        else:
+            rest ^= low
+    return _sorted_melds(melds), least
 
 
 def best_melds(
@@ -586,29 +851,38 @@ def best_melds(
     Raises:
         ValueError: ``values`` is not 53 non-negative values, or the hand repeats a card.
     """
-    context = _context(rules, values)
-    cards = tuple(hand)
-    fast = _fast_mask(cards, context.values)
-    if fast is not None:
-        mask, total = fast
-        rest = context.tables.core(mask)
-        best = context.melded(rest) if rest else 0
-        card_of = {card_face(card): card for card in cards}
-        melds: list[Meld] = []
-        while rest:
-            low = rest & -rest
-            for meld, value in context.by_lowest[low.bit_length() - 1]:
-                left = rest ^ meld
-                if meld & rest == meld and value + (context.melded(left) if left else 0) == best:
-                    melds.append(check_meld([card_of[face] for face in _bits(meld)], rules))
-                    best -= value
-                    rest = left
-                    break
-            else:
-                rest ^= low
-        return _sorted_melds(melds), total - sum(
-            context.values[face] for meld in melds for face in meld.faces
-        )
+    context = _last if rules is _last_rules and values is _last_values else _context(rules, values)
+    cards = hand if type(hand) is tuple else tuple(hand)
+    try:
+        flagged = sum(map(_CARD_BIT, cards))
+    except KeyError:  # not a card: the general path says which
+        flagged = 0
+    mask = flagged & _FACES
+    if mask.bit_count() == len(cards):
+        clubs = mask & _SUIT_MASK
+        diamonds = mask >> 13 & _SUIT_MASK
+        hearts = mask >> 26 & _SUIT_MASK
+        spades = mask >> 39
+        if clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds):
+            found, least = _fast_best_melds(context, mask)
+        else:  # no set: the suits are independent (as in ``deadwood``)
+            clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+            least = (
+                clubs_table[clubs]
+                + diamonds_table[diamonds]
+                + hearts_table[hearts]
+                + spades_table[spades]
+            )
+            by_clubs, by_diamonds, by_hearts, by_spades = context.run_melds
+            # Runs of a lower suit hold lower cards, so the concatenation is sorted.
+            found = by_clubs[clubs] + by_diamonds[diamonds] + by_hearts[hearts] + by_spades[spades]
+        if flagged >= _COPY_FLAG:  # copies other than the first: the melds hold those cards
+            card_of = {card & _FACE_MASK: card for card in cards}
+            found = _sorted_melds(
+                Meld(meld.kind, tuple(card_of[face] for face in meld.faces), meld.faces)
+                for meld in found
+            )
+        return found, least
     general = _Hand(cards)
     search, layers, base = _general_search(context, general)
     choices = search.choices(layers)
