@@ -126,6 +126,7 @@ class _Tables:
 
     __slots__ = (
         "ace",
+        "clusters",
         "melds_by_lowest",
         "min_natural",
         "rules",
@@ -134,6 +135,7 @@ class _Tables:
         "set_masks",
         "set_need",
         "sets_of",
+        "windows",
     )
 
     def __init__(self, rules: MeldRules) -> None:
@@ -192,6 +194,12 @@ class _Tables:
             tuple(sorted(masks)) for masks in by_lowest
         )
         self.run_options: dict[tuple[int, int, int, int], tuple[tuple[int, int, int], ...]] = {}
+        self.windows: tuple[tuple[int, ...], ...] = tuple(
+            _window_masks(self.ace, length) if length >= 3 else () for length in range(_MAX_RUN + 1)
+        )
+        """Suit-local masks of the run windows of each length."""
+        self.clusters: dict[int, tuple[int, ...]] = {}
+        """``run_clusters`` by ``jokers << 13 | pattern``."""
 
     def core(self, mask: int) -> int:
         """The faces of ``mask`` (one deck, no jokers) that belong to at least one meld in it."""
@@ -211,6 +219,61 @@ class _Tables:
         if ranks:
             result |= ranks * _SPREAD & mask
         return result
+
+    def groups(self, present: int, jokers: int) -> list[int]:
+        """Groups of the faces ``present`` that one meld could join, with ``jokers`` jokers:
+        per suit, the clusters of faces that runs could join; per rank, the faces of a set.
+        Faces in no group fit in no meld."""
+        clusters = self.clusters
+        need = max(self.min_natural, 3 - jokers)
+        found: list[int] = []
+        for suit in range(4):
+            pattern = present >> (suit * 13) & _SUIT_MASK
+            if pattern:
+                key = jokers << _SUIT_BITS | pattern
+                local = clusters.get(key)
+                if local is None:
+                    local = clusters[key] = self.run_clusters(pattern, jokers)
+                found.extend(cluster << (suit * 13) for cluster in local)
+        if need <= _MAX_SET:
+            clubs = present & _SUIT_MASK
+            diamonds = present >> 13 & _SUIT_MASK
+            hearts = present >> 26 & _SUIT_MASK
+            spades = present >> 39
+            if need <= 1:
+                ranks = clubs | diamonds | hearts | spades
+            elif need == 2:
+                ranks = (clubs | diamonds) & (hearts | spades) | clubs & diamonds | hearts & spades
+            elif need == 3:
+                ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+            else:
+                ranks = clubs & diamonds & hearts & spades
+            while ranks:
+                low = ranks & -ranks
+                found.append(present & low * _SPREAD)
+                ranks ^= low
+        return found
+
+    def run_clusters(self, pattern: int, jokers: int) -> tuple[int, ...]:
+        """The clusters of a suit's rank mask that runs with at most ``jokers`` gaps could join:
+        the faces of overlapping feasible windows, merged."""
+        need = self.min_natural
+        clusters: list[int] = []
+        for length in range(3, _MAX_RUN + 1):
+            for window in self.windows[length]:
+                held = window & pattern
+                naturals = held.bit_count()
+                if naturals >= need and length - naturals <= jokers:
+                    merged = held
+                    kept = []
+                    for cluster in clusters:
+                        if cluster & merged:
+                            merged |= cluster
+                        else:
+                            kept.append(cluster)
+                    kept.append(merged)
+                    clusters = kept
+        return tuple(clusters)
 
     def runs_with(
         self, suit: int, present: int, lowest: int, budget: int
@@ -261,9 +324,11 @@ class _Context:
         "joker_value",
         "melds",
         "memo",
+        "outcomes",
         "rules",
         "run_deadwood",
         "run_melds",
+        "searches",
         "tables",
         "values",
     )
@@ -285,10 +350,21 @@ class _Context:
         """Per suit, indexed by the suit's 13-bit rank mask: the least deadwood of those cards
         melded in runs only. When no rank is held in enough suits for a set, a one-deck hand's
         deadwood is the sum of its four suits' entries."""
+        self.outcomes: dict[tuple[int, ...], dict[tuple[int, int], int]] = {}
+        """General path: a component's outcome table by ``(jokers, *layers)``."""
+        self.searches: dict[int, _Search] = {}
         self.melds: dict[int, Meld] = {}
         """The ``Meld`` of first-deck cards for a face mask, built (and checked) once."""
         self.run_melds: tuple[_SuitMelds, ...] = tuple(_SuitMelds(self, suit) for suit in range(4))
         """Per suit and rank mask: the runs the tie rule picks (``suit_melds``), sorted."""
+
+    def search(self, jokers: int) -> _Search:
+        """The general path's search for hands of ``jokers`` jokers, kept across hands (its
+        memo depends on the faces only); cleared when it grows past the memo limit."""
+        search = self.searches.get(jokers)
+        if search is None or len(search.outcome_memo) > _MEMO_LIMIT:
+            search = self.searches[jokers] = _Search(self, jokers)
+        return search
 
     def meld(self, faces: int) -> Meld:
         """The meld of the first-deck cards of the face mask ``faces`` (a set or run)."""
@@ -446,6 +522,14 @@ def _bits(mask: int) -> Iterator[int]:
 # --- Reading a hand -----------------------------------------------------------------------------
 
 _MAX_COPIES = 16
+_JOKER_SHIFT = 56
+_JOKER_UNIT = 1 << _JOKER_SHIFT
+_MULTISET_BIT = {
+    copy << 6 | face: 1 << face if face < _NATURAL_FACES else _JOKER_UNIT
+    for copy in range(_MAX_COPIES)
+    for face in range(_VALUE_COUNT)
+}.__getitem__
+"""A card's face bit, or ``_JOKER_UNIT`` for a joker (so a sum counts the jokers above)."""
 _FACES = (1 << _NATURAL_FACES) - 1
 _COPY_FLAG = 1 << 60
 _CARD_BIT = {
@@ -531,13 +615,14 @@ class _Search:
     Its value is the least deadwood of the undecided faces plus the jokers left in hand.
     """
 
-    __slots__ = ("context", "jokers", "memo", "tables")
+    __slots__ = ("context", "jokers", "memo", "outcome_memo", "tables")
 
     def __init__(self, context: _Context, jokers: int) -> None:
         self.context = context
         self.tables = context.tables
         self.jokers = jokers
         self.memo: dict[_State, int] = {}
+        self.outcome_memo: dict[tuple[int, ...], dict[tuple[int, int], int]] = {}
 
     def options(self, layers: tuple[int, ...], budget: int) -> list[_Option]:
         """Melds ``(faces mask, gaps, capacity)`` holding the lowest undecided face."""
@@ -590,6 +675,46 @@ class _Search:
         self.memo[key] = best
         return best
 
+    def outcomes(self, layers: tuple[int, ...]) -> dict[tuple[int, int], int]:
+        """Every way to decide ``layers`` (all of its faces), as ``(jokers spent on gaps, joker
+        capacity gained) -> least natural deadwood``; gaps at most, capacity capped at, the
+        jokers held. Dominated outcomes (no fewer gaps, no more capacity, no less deadwood than
+        another) are dropped."""
+        memo = self.outcome_memo
+        found = memo.get(layers)
+        if found is not None:
+            return found
+        jokers = self.jokers
+        present = layers[0]
+        if not present:
+            return {(0, 0): 0}
+        low = present & -present
+        value = self.context.values[low.bit_length() - 1]
+        result = {
+            outcome: least + value for outcome, least in self.outcomes(_remove(layers, low)).items()
+        }
+        for faces, gaps, room in self.options(layers, jokers):
+            for (spent, capacity), least in self.outcomes(_remove(layers, faces)).items():
+                if spent + gaps <= jokers:
+                    outcome = (spent + gaps, min(jokers, capacity + room))
+                    known = result.get(outcome)
+                    if known is None or least < known:
+                        result[outcome] = least
+        if len(result) > 1:
+            # Sweep by gaps: an outcome is kept only if it beats every one with fewer or equal
+            # gaps on capacity or deadwood.
+            kept: dict[tuple[int, int], int] = {}
+            ordered = sorted(result.items(), key=_by_gaps)
+            for outcome, least in ordered:
+                if not any(
+                    other[1] >= outcome[1] and other_least <= least
+                    for other, other_least in kept.items()
+                ):
+                    kept[outcome] = least
+            result = kept
+        memo[layers] = result
+        return result
+
     def choices(self, layers: tuple[int, ...]) -> list[_Option]:
         """The melds of an optimal partition, chosen by the documented tie rule."""
         budget, capacity = self.jokers, 0
@@ -634,9 +759,74 @@ def _remove_all(layers: tuple[int, ...], faces: int) -> tuple[int, ...]:
     return tuple(kept)
 
 
-def _general_deadwood(context: _Context, hand: _Hand) -> int:
-    search, layers, base = _general_search(context, hand)
-    return base + search.solve(layers, search.jokers, 0)
+def _general_deadwood(context: _Context, layers: tuple[int, ...], jokers: int) -> int:
+    """Least deadwood of a hand with jokers or repeated faces, component by component.
+
+    Faces that fit in no meld even with every joker held are left over at once. The rest
+    splits into *components*: clusters of one suit that some run could join, linked by the
+    ranks a set could join. No meld spans two components, so each is solved alone, as a table
+    of outcomes (jokers spent on gaps, joker capacity gained) -> least deadwood, memoised
+    across hands (components are small and recur); the tables are then combined under the
+    hand's joker count.
+    """
+    tables = context.tables
+    present = layers[0]
+    groups = tables.groups(present, jokers)
+    live = 0
+    for group in groups:
+        live |= group
+    base = 0
+    dead = present & ~live
+    if dead:
+        values = context.values
+        for layer in layers:
+            if layer & dead:
+                base += _mask_value(layer & dead, values)
+    if not groups:
+        return base + context.joker_value * jokers
+    # Merge the groups into components (groups that share a face).
+    components: list[int] = []
+    for group in groups:
+        merged = group
+        kept = []
+        for component in components:
+            if component & merged:
+                merged |= component
+            else:
+                kept.append(component)
+        kept.append(merged)
+        components = kept
+    outcomes = context.outcomes
+    combined: dict[tuple[int, int], int] = {(0, 0): 0}
+    for component in components:
+        key = (jokers, *[layer & component for layer in layers if layer & component])
+        table = outcomes.get(key)
+        if table is None:
+            if len(outcomes) > _MEMO_LIMIT:
+                outcomes.clear()
+            table = outcomes[key] = context.search(jokers).outcomes(key[1:])
+        if len(table) == 1 and len(combined) == 1:
+            ((gaps, room), least), ((spent, capacity), total) = (
+                *table.items(),
+                *combined.items(),
+            )
+            if spent + gaps <= jokers:
+                combined = {(spent + gaps, min(jokers, capacity + room)): total + least}
+                continue
+        merged_table: dict[tuple[int, int], int] = {}
+        for (spent, capacity), total in combined.items():
+            for (gaps, room), least in table.items():
+                if spent + gaps <= jokers:
+                    outcome = (spent + gaps, min(jokers, capacity + room))
+                    value = total + least
+                    known = merged_table.get(outcome)
+                    if known is None or value < known:
+                        merged_table[outcome] = value
+        combined = merged_table
+    joker_value = context.joker_value
+    return base + min(
+        total + joker_value * (jokers - capacity) for (_, capacity), total in combined.items()
+    )
 
 
 # --- Building melds from the solution -----------------------------------------------------------
@@ -691,6 +881,12 @@ def _sorted_melds(melds: Iterable[Meld]) -> tuple[Meld, ...]:
 _CARDS = operator.attrgetter("cards")
 
 
+def _by_gaps(item: tuple[tuple[int, int], int]) -> tuple[int, int, int]:
+    """Fewest gaps first, then most capacity, then least deadwood."""
+    (gaps, capacity), least = item
+    return gaps, -capacity, least
+
+
 # --- Public API ---------------------------------------------------------------------------------
 
 
@@ -741,7 +937,31 @@ def deadwood(hand: Iterable[Card], rules: MeldRules, values: Sequence[int]) -> i
             if total < best:
                 best = total
         return best
-    return _general_deadwood(context, _Hand(cards))
+    read = _read_multiset(cards)
+    if read is None:
+        general = _Hand(cards)
+        return _general_deadwood(context, general.layers, len(general.jokers))
+    return _general_deadwood(context, *read)
+
+
+def _read_multiset(cards: tuple[Card, ...]) -> tuple[tuple[int, ...], int] | None:
+    """``(layers, jokers)`` of a hand with at most two copies of a face (as ``_Hand`` reads
+    it), or None when it has more, a card twice, or a non-card (``_Hand`` then says which)."""
+    try:
+        bits = list(map(_MULTISET_BIT, cards))
+    except KeyError:
+        return None
+    if len(set(cards)) != len(cards):
+        return None
+    total = sum(bits)
+    jokers = total >> _JOKER_SHIFT
+    present = functools.reduce(operator.or_, bits, 0) & _FACES
+    # The sum is ``present`` plus the faces held twice, unless some face is held three times
+    # (then the difference carries and loses bits).
+    twice = (total & _JOKER_UNIT - 1) - present
+    if twice & ~present or present.bit_count() + twice.bit_count() != len(cards) - jokers:
+        return None
+    return ((present, twice) if twice else (present,)), jokers
 
 
 def _deadwood_with_sets(context: _Context, mask: int, ranks: int) -> int:
