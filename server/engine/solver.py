@@ -259,7 +259,8 @@ class _Tables:
         the faces of overlapping feasible windows, merged."""
         need = self.min_natural
         clusters: list[int] = []
-        for length in range(3, _MAX_RUN + 1):
+        # A window longer than the faces held plus the jokers has too many gaps.
+        for length in range(3, min(_MAX_RUN, pattern.bit_count() + jokers) + 1):
             for window in self.windows[length]:
                 held = window & pattern
                 naturals = held.bit_count()
