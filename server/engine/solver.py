@@ -356,8 +356,11 @@ class _Context:
         self.searches: dict[int, _Search] = {}
         self.melds: dict[int, Meld] = {}
         """The ``Meld`` of first-deck cards for a face mask, built (and checked) once."""
-        self.run_melds: tuple[_SuitMelds, ...] = tuple(_SuitMelds(self, suit) for suit in range(4))
-        """Per suit and rank mask: the runs the tie rule picks (``suit_melds``), sorted."""
+        self.run_melds: tuple[list[tuple[Meld, ...] | None], ...] = tuple(
+            [None] * (1 << _SUIT_BITS) for _ in range(4)
+        )
+        """Per suit and rank mask: the runs the tie rule picks (``suit_melds``), sorted; None
+        until first asked for."""
 
     def search(self, jokers: int) -> _Search:
         """The general path's search for hands of ``jokers`` jokers, kept across hands (its
@@ -374,8 +377,14 @@ class _Context:
             meld = self.melds[faces] = check_meld(tuple(_bits(faces)), self.rules)
         return meld
 
+    def runs(self, suit: int, pattern: int) -> tuple[Meld, ...]:
+        """``suit_melds``, looked up in ``run_melds`` (computed on the first look-up)."""
+        found = self.run_melds[suit][pattern]
+        return self.suit_melds(suit, pattern) if found is None else found
+
     def suit_melds(self, suit: int, pattern: int) -> tuple[Meld, ...]:
-        """The runs of an optimal partition of a suit's rank mask, by the tie rule, sorted.
+        """The runs of an optimal partition of a suit's rank mask, by the tie rule, sorted,
+        stored in ``run_melds``.
 
         Scanning from the lowest card: the first run holding it (in the solver's fixed order)
         after which the rest still reaches the least deadwood, or else it is left over.
@@ -397,7 +406,8 @@ class _Context:
             else:
                 target -= self.values[offset + rank]
                 rest ^= low
-        return _sorted_melds(chosen)
+        found = self.run_melds[suit][pattern] = _sorted_melds(chosen)
+        return found
 
     def melded(self, mask: int) -> int:
         """Most value that can be melded from a one-deck, joker-free face mask."""
@@ -408,21 +418,6 @@ class _Context:
         if len(memo) > _MEMO_LIMIT:
             memo.clear()
         return _fast_melded(mask, memo, self.by_lowest)
-
-
-class _SuitMelds(dict[int, tuple[Meld, ...]]):
-    """``suit_melds`` of one suit by rank mask, each computed on its first look-up."""
-
-    __slots__ = ("context", "suit")
-
-    def __init__(self, context: _Context, suit: int) -> None:
-        super().__init__()
-        self.context = context
-        self.suit = suit
-
-    def __missing__(self, pattern: int) -> tuple[Meld, ...]:
-        melds = self[pattern] = self.context.suit_melds(self.suit, pattern)
-        return melds
 
 
 def _run_deadwood_table(tables: _Tables, values: Sequence[int], suit: int) -> Sequence[int]:
@@ -991,55 +986,6 @@ def _deadwood_with_sets(context: _Context, mask: int, ranks: int) -> int:
     return best
 
 
-def _fast_best_melds(context: _Context, mask: int) -> tuple[tuple[Meld, ...], int]:
-    """``best_melds`` of a one-deck, joker-free face mask (melds of first-deck cards).
-
-    Suits are independent unless a rank is held in three suits. With one such rank whose
-    sets (or no set) give a unique optimum, every optimal partition holds that choice, so the
-    tie rule's scan picks it and, suit by suit, the runs ``suit_melds`` picks for the rest.
-    Otherwise (ties between set choices, or several such ranks) the scan runs on the whole mask.
-    """
-    clubs = mask & _SUIT_MASK
-    diamonds = mask >> 13 & _SUIT_MASK
-    hearts = mask >> 26 & _SUIT_MASK
-    spades = mask >> 39
-    ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
-    clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
-    best = (
-        clubs_table[clubs] + diamonds_table[diamonds] + hearts_table[hearts] + spades_table[spades]
-    )
-    chosen = 0
-    if ranks:
-        if ranks & (ranks - 1):
-            return _scan_best_melds(context, mask)
-        tie = False
-        for faces in context.tables.sets_of[mask & _SPREAD << (ranks.bit_length() - 1)]:
-            rest = mask ^ faces
-            total = (
-                clubs_table[rest & _SUIT_MASK]
-                + diamonds_table[rest >> 13 & _SUIT_MASK]
-                + hearts_table[rest >> 26 & _SUIT_MASK]
-                + spades_table[rest >> 39]
-            )
-            if total < best:
-                best, chosen, tie = total, faces, False
-            elif total == best:
-                tie = True
-        if tie:
-            return _scan_best_melds(context, mask)
-        rest = mask ^ chosen
-        clubs = rest & _SUIT_MASK
-        diamonds = rest >> 13 & _SUIT_MASK
-        hearts = rest >> 26 & _SUIT_MASK
-        spades = rest >> 39
-    by_clubs, by_diamonds, by_hearts, by_spades = context.run_melds
-    # Runs of a lower suit hold lower cards, so the concatenation is sorted.
-    found = by_clubs[clubs] + by_diamonds[diamonds] + by_hearts[hearts] + by_spades[spades]
-    if chosen:
-        found = _sorted_melds((*found, context.meld(chosen)))
-    return found, best
-
-
 def _scan_best_melds(context: _Context, mask: int) -> tuple[tuple[Meld, ...], int]:
     """``best_melds`` of a one-deck, joker-free face mask by the tie rule's scan itself."""
     total = _mask_value(mask, context.values)
@@ -1084,19 +1030,65 @@ def best_melds(
         diamonds = mask >> 13 & _SUIT_MASK
         hearts = mask >> 26 & _SUIT_MASK
         spades = mask >> 39
-        if clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds):
-            found, least = _fast_best_melds(context, mask)
-        else:  # no set: the suits are independent (as in ``deadwood``)
-            clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
-            least = (
-                clubs_table[clubs]
-                + diamonds_table[diamonds]
-                + hearts_table[hearts]
-                + spades_table[spades]
-            )
+        ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+        clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+        least = (
+            clubs_table[clubs]
+            + diamonds_table[diamonds]
+            + hearts_table[hearts]
+            + spades_table[spades]
+        )
+        # Suits are independent unless a rank is held in three suits. With one such rank whose
+        # sets (or no set) give a unique optimum, every optimal partition holds that choice, so
+        # the tie rule's scan picks it and, suit by suit, the runs ``suit_melds`` picks for the
+        # rest. Otherwise (ties between set choices, or several such ranks: chosen -1) the scan
+        # runs on the whole hand.
+        chosen = 0
+        if ranks:
+            if ranks & (ranks - 1):
+                chosen = -1
+            else:
+                tie = False
+                for faces in context.tables.sets_of[mask & _SPREAD << (ranks.bit_length() - 1)]:
+                    rest = mask ^ faces
+                    total = (
+                        clubs_table[rest & _SUIT_MASK]
+                        + diamonds_table[rest >> 13 & _SUIT_MASK]
+                        + hearts_table[rest >> 26 & _SUIT_MASK]
+                        + spades_table[rest >> 39]
+                    )
+                    if total < least:
+                        least, chosen, tie = total, faces, False
+                    elif total == least:
+                        tie = True
+                if tie:
+                    chosen = -1
+                elif chosen:
+                    rest = mask ^ chosen
+                    clubs = rest & _SUIT_MASK
+                    diamonds = rest >> 13 & _SUIT_MASK
+                    hearts = rest >> 26 & _SUIT_MASK
+                    spades = rest >> 39
+        if chosen < 0:
+            found, least = _scan_best_melds(context, mask)
+        else:
             by_clubs, by_diamonds, by_hearts, by_spades = context.run_melds
             # Runs of a lower suit hold lower cards, so the concatenation is sorted.
-            found = by_clubs[clubs] + by_diamonds[diamonds] + by_hearts[hearts] + by_spades[spades]
+            clubs_runs = by_clubs[clubs]
+            if clubs_runs is None:
+                clubs_runs = context.suit_melds(0, clubs)
+            diamonds_runs = by_diamonds[diamonds]
+            if diamonds_runs is None:
+                diamonds_runs = context.suit_melds(1, diamonds)
+            hearts_runs = by_hearts[hearts]
+            if hearts_runs is None:
+                hearts_runs = context.suit_melds(2, hearts)
+            spades_runs = by_spades[spades]
+            if spades_runs is None:
+                spades_runs = context.suit_melds(3, spades)
+            found = clubs_runs + diamonds_runs + hearts_runs + spades_runs
+            if chosen:
+                found = tuple(sorted((*found, context.meld(chosen)), key=_CARDS))
         if flagged >= _COPY_FLAG:  # copies other than the first: the melds hold those cards
             card_of = {card & _FACE_MASK: card for card in cards}
             found = _sorted_melds(
