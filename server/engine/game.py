@@ -157,7 +157,7 @@ class TableMeld:
     owners: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class State:
     """The whole state of a game (hidden cards included). Build it with ``new_game``."""
 
@@ -278,19 +278,33 @@ def scores(state: State) -> tuple[Fraction, ...]:
 
 def awaiting(state: State) -> tuple[int, ...]:
     """Every seat whose command is awaited now (several while a claim window is open)."""
-    if chance_pending(state) or is_over(state):
-        return ()
-    if state.phase is Phase.CLAIM:
+    phase = state.phase
+    if phase is Phase.CLAIM:
         return tuple(
             seat for seat, answer in zip(state.claim_seats, state.claim_answers) if answer == 0
         )
+    # Nothing is awaited while chance is pending (``chance_pending``) or the game is over.
+    if phase is Phase.DEAL or phase is Phase.GAME_OVER:
+        return ()
+    if phase is Phase.DRAW and not state.stock and _can_rebuild(state):
+        return ()
     return (state.turn,)
 
 
 def to_move(state: State) -> int:
     """The seat whose command is awaited (in a claim window: the nearest unanswered), or -1."""
-    waiting = awaiting(state)
-    return waiting[0] if waiting else -1
+    phase = state.phase
+    if phase is Phase.CLAIM:
+        for seat, answer in zip(state.claim_seats, state.claim_answers):
+            if answer == 0:
+                return seat
+        return -1
+    # As ``awaiting``, without building the tuple (this is called once per move).
+    if phase is Phase.DEAL or phase is Phase.GAME_OVER:
+        return -1
+    if phase is Phase.DRAW and not state.stock and _can_rebuild(state):
+        return -1
+    return state.turn
 
 
 def _next_seat(state: State, seat: int) -> int:
@@ -620,6 +634,8 @@ def _discard_actions(state: State, seat: int) -> list[Command]:
         return []
     hand = state.hands[seat]
     forbidden = _forbidden_discard(state)
+    if len(hand) > 1:
+        return [Discard(card=card) for card in hand if card != forbidden]
     actions: list[Command] = []
     for card in hand:
         if card == forbidden:
@@ -641,8 +657,17 @@ def _take_depths(state: State, seat: int) -> list[int]:
     """Pile depths ``seat`` may take from now."""
     rules = state.rules
     hand = state.hands[seat]
+    if not rules.deep_draws:  # the loop below for depth 1 only
+        if not state.pile:
+            return []
+        upcard = state.pile[-1]
+        if not _take_must_use(state, seat, 1) or _can_lay_down(
+            state, seat, (*hand, upcard), upcard
+        ):
+            return [1]
+        return []
     depths = []
-    deepest = len(state.pile) if rules.deep_draws else min(1, len(state.pile))
+    deepest = len(state.pile)
     for depth in range(1, deepest + 1):
         taken = state.pile[len(state.pile) - depth :]
         if not _take_must_use(state, seat, depth) or _can_lay_down(
@@ -679,6 +704,10 @@ def _at_wall(state: State) -> bool:
     return state.rules.wall > 0 and len(state.stock) <= state.rules.wall
 
 
+_FACE_BITS = 63
+"""A card's face is its low six bits (``protocol.cards.card_face``), inlined in hot loops."""
+
+
 def _knock_options(state: State, hand: Sequence[Card], forbidden: Card) -> list[Card]:
     """Discards that may go with a knock from ``hand`` (-1: big gin without a discard);
     ``forbidden`` is the card taken from the pile this turn."""
@@ -692,7 +721,7 @@ def _knock_options(state: State, hand: Sequence[Card], forbidden: Card) -> list[
     whole = deadwood(hand, rules.meld_rules, values)
     # Discarding a card lowers the deadwood by at most that card's value: a cheap test that
     # rules out knocking in most positions without solving every discard.
-    if whole - max(values[card_face(card)] for card in hand) > limit:
+    if whole - max([values[card & _FACE_BITS] for card in hand]) > limit:
         return []
     options = [
         card
@@ -742,31 +771,40 @@ def legal_actions(state: State, seat: int) -> list[Command]:
     Openings are listed as minimal lay-downs (further melds may follow in the same turn), at
     most ``MAX_OPENING_CHOICES`` of them.
     """
-    if state.phase is Phase.CLAIM:
+    phase = state.phase
+    if phase is Phase.CLAIM:
         if seat not in awaiting(state):
             return []
-    elif seat != state.turn or chance_pending(state) or state.phase is Phase.GAME_OVER:
+    elif (
+        seat != state.turn
+        or phase is Phase.DEAL
+        or phase is Phase.GAME_OVER
+        or (
+            phase is Phase.DRAW and not state.stock and _can_rebuild(state)
+        )  # chance_pending(state), inlined
+    ):
         return []
     actions: list[Command] = []
-    if state.phase is Phase.CLAIM:
+    if phase is Phase.CLAIM:
         actions.extend(Claim(count=depth) for depth in _claim_depths(state, seat))
         actions.append(Pass())
         return sorted(actions, key=command_key)
-    if state.phase is Phase.FIRST_UPCARD:
+    if phase is Phase.FIRST_UPCARD:
         return [TakeDiscard(), Pass()]
-    if state.phase is Phase.DRAW:
+    if phase is Phase.DRAW:
         if _at_wall(state):
             upcard = state.pile[-1]
             if _knock_options(state, (*state.hands[seat], upcard), upcard):
                 actions.append(TakeDiscard())
             return [*actions, Pass()]
+        # Built in command_key order: draw, takes by increasing depth, pass.
         if state.stock:
             actions.append(DrawStock())
         if state.upcard_passes < 2:
             actions.extend(TakeDiscard(count=depth) for depth in _take_depths(state, seat))
         if not state.stock:
             actions.append(Pass())
-        return sorted(actions, key=command_key)
+        return actions
     if not state.rules.table_melds:
         # Already in command_key order: discards (hand order), then knocks (big gin first).
         if not state.must_knock:
@@ -800,19 +838,30 @@ def decide(state: State, seat: int, command: Command) -> tuple[Event, ...]:
             the phase, a card is not held, a meld is invalid, or a rule forbids the move; the
             error's ``code`` says which.
     """
-    if is_over(state):
+    phase = state.phase
+    if phase is Phase.GAME_OVER:
         raise IllegalMoveError("the game is over", "rules/game_over")
-    if not 0 <= seat < state.players:
+    if not 0 <= seat < len(state.hands):
         raise IllegalMoveError(f"no seat {seat!r} at this table", "rules/no_such_seat")
-    if chance_pending(state):
+    if phase is Phase.DEAL or (phase is Phase.DRAW and not state.stock and _can_rebuild(state)):
+        # chance_pending(state), inlined
         raise IllegalMoveError("waiting for the deal", "rules/wrong_phase")
-    if state.phase is Phase.CLAIM:
+    if phase is Phase.CLAIM:
         return _decide_claim_window(state, seat, command)
     if seat != state.turn:
         raise IllegalMoveError(
             f"it is seat {state.turn}'s turn, not seat {seat}'s", "rules/not_your_turn"
         )
-    if state.phase is Phase.FIRST_UPCARD:
+    # The commands of most moves, dispatched on their exact type before the general match
+    # below (which they would reach with the same result).
+    if phase is not Phase.FIRST_UPCARD:
+        if type(command) is Discard:
+            return _decide_discard(state, seat, command.card)
+        if type(command) is DrawStock:
+            return _decide_draw(state, seat)
+        if type(command) is TakeDiscard:
+            return _decide_take(state, seat, command.count)
+    if phase is Phase.FIRST_UPCARD:
         match command:
             case TakeDiscard(count=1):
                 return (TookDiscard(seat=seat, cards=state.pile[-1:]),)
@@ -846,13 +895,15 @@ def decide(state: State, seat: int, command: Command) -> tuple[Event, ...]:
 
 
 def _decide_draw(state: State, seat: int) -> tuple[Event, ...]:
-    _require(state.phase is Phase.DRAW, "you have already drawn this turn", "rules/wrong_phase")
-    _require(
-        not _at_wall(state),
-        "the stock is down to the wall: pass, or take the upcard to knock with it",
-        "rules/at_wall",
-    )
-    _require(bool(state.stock), "the stock is empty", "rules/stock_empty")
+    if state.phase is not Phase.DRAW:
+        raise IllegalMoveError("you have already drawn this turn", "rules/wrong_phase")
+    if _at_wall(state):
+        raise IllegalMoveError(
+            "the stock is down to the wall: pass, or take the upcard to knock with it",
+            "rules/at_wall",
+        )
+    if not state.stock:
+        raise IllegalMoveError("the stock is empty", "rules/stock_empty")
     return (Drew(seat=seat, card=state.stock[0]),)
 
 
@@ -1045,8 +1096,10 @@ def _decide_swap(state: State, seat: int, card: Card, target: int) -> tuple[Even
 
 
 def _decide_discard(state: State, seat: int, card: Card) -> tuple[Event, ...]:
-    _require(state.phase is Phase.PLAY, "draw first", "rules/wrong_phase")
-    _held(state, seat, (card,))
+    if state.phase is not Phase.PLAY:
+        raise IllegalMoveError("draw first", "rules/wrong_phase")
+    if card not in state.hands[seat]:  # _held, inlined
+        raise IllegalMoveError(f"you do not hold {format_card(card)}", "rules/card_not_held")
     if state.required != NO_CARD or state.resume >= 0:
         required = state.required if state.required != NO_CARD else state.taken[0]
         raise IllegalMoveError(
@@ -1224,32 +1277,21 @@ def _decide_knock(
 # evolve ----------------------------------------------------------------------------------------
 
 
-def _make_replace() -> Callable[..., State]:
-    """A ``dataclasses.replace`` for ``State`` that is about twice as fast.
+def _replace(state: State, **changes: object) -> State:
+    """A ``dataclasses.replace`` for ``State`` that is several times as fast.
 
     ``evolve`` copies the state once per event, which makes this the hottest function of a
-    random playout; the generated code sets every slot directly instead of going through
-    ``__init__`` and a keyword dictionary.
+    random playout. ``State`` keeps its fields in an instance dictionary (no ``__slots__``) so
+    that a copy is two dictionary updates in C instead of one ``__setattr__`` per field.
     """
-    names = [field.name for field in dataclasses.fields(State)]
-    for name in names:
-        if not name.isidentifier():  # pragma: no cover - field names are code
-            raise AssertionError(name)
-    lines = ["def replace(state, **changes):", "    new = make(State)"]
-    lines.extend(
-        f"    put(new, {name!r}, changes[{name!r}] if {name!r} in changes else state.{name})"
-        for name in names
-    )
-    lines.append("    return new")
-    namespace: dict[str, object] = {"make": object.__new__, "put": object.__setattr__}
-    namespace["State"] = State
-    exec("\n".join(lines), namespace)
-    function = namespace["replace"]
-    assert callable(function)
-    return function
+    new = _new_state(State)
+    fields = new.__dict__
+    fields.update(state.__dict__)
+    fields.update(changes)
+    return new
 
 
-_replace = _make_replace()
+_new_state = object.__new__
 
 
 def _set_hand(
@@ -1276,21 +1318,22 @@ def _end_turn(state: State, seat: int, **changes: object) -> State:
     laid_before = state.laid_before
     if state.laid_this_turn:
         laid_before = _set_flag(laid_before, seat, True)
-    fields: dict[str, object] = {
-        "phase": Phase.DRAW,
-        "turn": _next_seat(state, seat),
-        "laid_before": laid_before,
-        "taken": (),
-        "required": NO_CARD,
-        "resume": -1,
-        "melds_this_turn": 0,
-        "laid_this_turn": False,
-        "idle_turns": 0 if _made_progress(state) else state.idle_turns + 1,
-        "upcard_passes": 0,
-        "must_knock": False,
-    }
+    new = _new_state(State)
+    fields = new.__dict__
+    fields.update(state.__dict__)  # as _replace, with the turn's fields set in place
+    fields["phase"] = Phase.DRAW
+    fields["turn"] = _next_seat(state, seat)
+    fields["laid_before"] = laid_before
+    fields["taken"] = ()
+    fields["required"] = NO_CARD
+    fields["resume"] = -1
+    fields["melds_this_turn"] = 0
+    fields["laid_this_turn"] = False
+    fields["idle_turns"] = 0 if _made_progress(state) else state.idle_turns + 1
+    fields["upcard_passes"] = 0
+    fields["must_knock"] = False
     fields.update(changes)
-    return _replace(state, **fields)
+    return new
 
 
 def _after_laying(state: State, seat: int, laid: Iterable[Card]) -> State:
@@ -1305,6 +1348,35 @@ def _after_laying(state: State, seat: int, laid: Iterable[Card]) -> State:
 def evolve(state: State, event: Event) -> State:
     """Apply one event. Never fails on events that ``decide`` or ``chance`` produced."""
     replace = _replace
+    # The events of most moves first, on their exact type; the match below does the same.
+    if type(event) is Discarded:
+        seat = event.seat
+        hands = state.hands
+        hand = hands[seat]
+        card = event.card
+        # _without(hand, (card,)) for a card held once, by slicing.
+        if card in hand:
+            index = hand.index(card)
+            kept = hand[:index] + hand[index + 1 :]
+            if card in kept:  # pragma: no cover - a card is never held twice
+                kept = _without(hand, (card,))
+        else:
+            kept = hand
+        return _end_turn(
+            state,
+            seat,
+            hands=_set_hand(hands, seat, kept),
+            pile=(*state.pile, card),
+        )
+    if type(event) is Drew:
+        seat = event.seat
+        hands = state.hands
+        return replace(
+            state,
+            phase=Phase.PLAY,
+            hands=_set_hand(hands, seat, (*hands[seat], event.card)),
+            stock=state.stock[1:],
+        )
     match event:
         case Dealt():
             return _evolve_dealt(state, event)

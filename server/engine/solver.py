@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 from collections.abc import Iterable, Iterator, Sequence
+from typing import cast
 
 from protocol.cards import JOKER, Card, Face, card_face, is_joker
 from server.engine.melds import (
@@ -124,12 +126,16 @@ class _Tables:
 
     __slots__ = (
         "ace",
+        "clusters",
         "melds_by_lowest",
         "min_natural",
         "rules",
         "run_core",
         "run_options",
+        "set_masks",
         "set_need",
+        "sets_of",
+        "windows",
     )
 
     def __init__(self, rules: MeldRules) -> None:
@@ -149,6 +155,27 @@ class _Tables:
             core[pattern] = union
         self.run_core: tuple[int, ...] = tuple(core)
         self.set_need = shortest
+        self.set_masks: tuple[tuple[tuple[int, ...], ...], ...] = tuple(
+            tuple(
+                (
+                    0,
+                    *(
+                        sum(1 << (suit * 13 + rank) for suit in range(4) if chosen >> suit & 1)
+                        for chosen in range(1, 16)
+                        if chosen & suits == chosen and shortest <= chosen.bit_count() <= _MAX_SET
+                    ),
+                )
+                for suits in range(16)
+            )
+            for rank in range(13)
+        )
+        """Per rank and 4-bit mask of the suits held: 0 and the face mask of every set."""
+        self.sets_of: dict[int, tuple[int, ...]] = {
+            sum(1 << (suit * 13 + rank) for suit in range(4) if suits >> suit & 1): choices[1:]
+            for rank, by_suits in enumerate(self.set_masks)
+            for suits, choices in enumerate(by_suits)
+        }
+        """The same without the 0, keyed by the face mask of the rank's cards held."""
         by_lowest: list[list[int]] = [[] for _ in range(_NATURAL_FACES)]
         for rank in range(13):
             for suits in range(1, 16):
@@ -167,6 +194,12 @@ class _Tables:
             tuple(sorted(masks)) for masks in by_lowest
         )
         self.run_options: dict[tuple[int, int, int, int], tuple[tuple[int, int, int], ...]] = {}
+        self.windows: tuple[tuple[int, ...], ...] = tuple(
+            _window_masks(self.ace, length) if length >= 3 else () for length in range(_MAX_RUN + 1)
+        )
+        """Suit-local masks of the run windows of each length."""
+        self.clusters: dict[int, tuple[int, ...]] = {}
+        """``run_clusters`` by ``jokers << 13 | pattern``."""
 
     def core(self, mask: int) -> int:
         """The faces of ``mask`` (one deck, no jokers) that belong to at least one meld in it."""
@@ -186,6 +219,62 @@ class _Tables:
         if ranks:
             result |= ranks * _SPREAD & mask
         return result
+
+    def groups(self, present: int, jokers: int) -> list[int]:
+        """Groups of the faces ``present`` that one meld could join, with ``jokers`` jokers:
+        per suit, the clusters of faces that runs could join; per rank, the faces of a set.
+        Faces in no group fit in no meld."""
+        clusters = self.clusters
+        need = max(self.min_natural, 3 - jokers)
+        found: list[int] = []
+        for suit in range(4):
+            pattern = present >> (suit * 13) & _SUIT_MASK
+            if pattern:
+                key = jokers << _SUIT_BITS | pattern
+                local = clusters.get(key)
+                if local is None:
+                    local = clusters[key] = self.run_clusters(pattern, jokers)
+                found.extend(cluster << (suit * 13) for cluster in local)
+        if need <= _MAX_SET:
+            clubs = present & _SUIT_MASK
+            diamonds = present >> 13 & _SUIT_MASK
+            hearts = present >> 26 & _SUIT_MASK
+            spades = present >> 39
+            if need <= 1:
+                ranks = clubs | diamonds | hearts | spades
+            elif need == 2:
+                ranks = (clubs | diamonds) & (hearts | spades) | clubs & diamonds | hearts & spades
+            elif need == 3:
+                ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+            else:
+                ranks = clubs & diamonds & hearts & spades
+            while ranks:
+                low = ranks & -ranks
+                found.append(present & low * _SPREAD)
+                ranks ^= low
+        return found
+
+    def run_clusters(self, pattern: int, jokers: int) -> tuple[int, ...]:
+        """The clusters of a suit's rank mask that runs with at most ``jokers`` gaps could join:
+        the faces of overlapping feasible windows, merged."""
+        need = self.min_natural
+        clusters: list[int] = []
+        # A window longer than the faces held plus the jokers has too many gaps.
+        for length in range(3, min(_MAX_RUN, pattern.bit_count() + jokers) + 1):
+            for window in self.windows[length]:
+                held = window & pattern
+                naturals = held.bit_count()
+                if naturals >= need and length - naturals <= jokers:
+                    merged = held
+                    kept = []
+                    for cluster in clusters:
+                        if cluster & merged:
+                            merged |= cluster
+                        else:
+                            kept.append(cluster)
+                    kept.append(merged)
+                    clusters = kept
+        return tuple(clusters)
 
     def runs_with(
         self, suit: int, present: int, lowest: int, budget: int
@@ -231,10 +320,23 @@ def _tables(rules: MeldRules) -> _Tables:
 class _Context:
     """The tables for one ``(rules, values)`` pair, and the fast path's memo."""
 
-    __slots__ = ("by_lowest", "joker_value", "memo", "tables", "values")
+    __slots__ = (
+        "by_lowest",
+        "joker_value",
+        "melds",
+        "memo",
+        "outcomes",
+        "rules",
+        "run_deadwood",
+        "run_melds",
+        "searches",
+        "tables",
+        "values",
+    )
 
     def __init__(self, rules: MeldRules, values: tuple[int, ...]) -> None:
         self.tables = _tables(rules)
+        self.rules = rules
         self.values = values
         self.joker_value = values[JOKER]
         self.by_lowest: tuple[tuple[tuple[int, int], ...], ...] = tuple(
@@ -243,6 +345,69 @@ class _Context:
         )
         self.memo: dict[int, int] = {}
         """Fast path: most value that can be melded out of a face mask."""
+        self.run_deadwood: tuple[Sequence[int], ...] = tuple(
+            _run_deadwood_table(self.tables, values, suit) for suit in range(4)
+        )
+        """Per suit, indexed by the suit's 13-bit rank mask: the least deadwood of those cards
+        melded in runs only. When no rank is held in enough suits for a set, a one-deck hand's
+        deadwood is the sum of its four suits' entries."""
+        self.outcomes: dict[tuple[int, ...], dict[tuple[int, int], int]] = {}
+        """General path: a component's outcome table by ``(jokers, *layers)``."""
+        self.searches: dict[int, _Search] = {}
+        self.melds: dict[int, Meld] = {}
+        """The ``Meld`` of first-deck cards for a face mask, built (and checked) once."""
+        self.run_melds: tuple[list[tuple[Meld, ...] | None], ...] = tuple(
+            [None] * (1 << _SUIT_BITS) for _ in range(4)
+        )
+        """Per suit and rank mask: the runs the tie rule picks (``suit_melds``), sorted; None
+        until first asked for."""
+
+    def search(self, jokers: int) -> _Search:
+        """The general path's search for hands of ``jokers`` jokers, kept across hands (its
+        memo depends on the faces only); cleared when it grows past the memo limit."""
+        search = self.searches.get(jokers)
+        if search is None or len(search.outcome_memo) > _MEMO_LIMIT:
+            search = self.searches[jokers] = _Search(self, jokers)
+        return search
+
+    def meld(self, faces: int) -> Meld:
+        """The meld of the first-deck cards of the face mask ``faces`` (a set or run)."""
+        meld = self.melds.get(faces)
+        if meld is None:
+            meld = self.melds[faces] = check_meld(tuple(_bits(faces)), self.rules)
+        return meld
+
+    def runs(self, suit: int, pattern: int) -> tuple[Meld, ...]:
+        """``suit_melds``, looked up in ``run_melds`` (computed on the first look-up)."""
+        found = self.run_melds[suit][pattern]
+        return self.suit_melds(suit, pattern) if found is None else found
+
+    def suit_melds(self, suit: int, pattern: int) -> tuple[Meld, ...]:
+        """The runs of an optimal partition of a suit's rank mask, by the tie rule, sorted,
+        stored in ``run_melds``.
+
+        Scanning from the lowest card: the first run holding it (in the solver's fixed order)
+        after which the rest still reaches the least deadwood, or else it is left over.
+        """
+        table = self.run_deadwood[suit]
+        offset = suit * _SUIT_BITS
+        rest = pattern
+        target = table[rest]
+        chosen: list[Meld] = []
+        while rest:
+            low = rest & -rest
+            rank = low.bit_length() - 1
+            for meld in self.tables.melds_by_lowest[offset + rank]:
+                run = meld >> offset
+                if run & rest == run and run <= _SUIT_MASK and table[rest ^ run] == target:
+                    chosen.append(self.meld(meld))
+                    rest ^= run
+                    break
+            else:
+                target -= self.values[offset + rank]
+                rest ^= low
+        found = self.run_melds[suit][pattern] = _sorted_melds(chosen)
+        return found
 
     def melded(self, mask: int) -> int:
         """Most value that can be melded from a one-deck, joker-free face mask."""
@@ -255,8 +420,40 @@ class _Context:
         return _fast_melded(mask, memo, self.by_lowest)
 
 
+def _run_deadwood_table(tables: _Tables, values: Sequence[int], suit: int) -> Sequence[int]:
+    """Least deadwood of every rank mask of ``suit`` with runs only (a dynamic programme over
+    the masks in increasing order: the lowest card is left over or starts one of its runs)."""
+    offset = suit * _SUIT_BITS
+    runs_by_lowest = [
+        [(mask, _mask_value(mask << offset, values)) for mask in masks if mask <= _SUIT_MASK]
+        for masks in tables.melds_by_lowest[:_SUIT_BITS]
+    ]
+    melded = [0] * (1 << _SUIT_BITS)
+    dead = [0] * (1 << _SUIT_BITS)
+    for pattern in range(1, 1 << _SUIT_BITS):
+        low = pattern & -pattern
+        rank = low.bit_length() - 1
+        rest = pattern ^ low
+        best = melded[rest]
+        for run, value in runs_by_lowest[rank]:
+            if run & pattern == run:
+                total = value + melded[pattern ^ run]
+                if total > best:
+                    best = total
+        melded[pattern] = best
+        dead[pattern] = dead[rest] + values[offset + rank]
+    table = [total - best for total, best in zip(dead, melded)]
+    # Bytes when the values allow: 8 KB per suit stays in the CPU cache, a tuple of 8,192
+    # references does not (the look-ups are random), which shows in the solve rate.
+    return bytes(table) if max(table) < 256 else tuple(table)
+
+
 _contexts: dict[tuple[MeldRules, tuple[int, ...]], _Context] = {}
-_last_context: list[tuple[MeldRules, tuple[int, ...], _Context]] = []
+_last: _Context = cast("_Context", None)
+_last_rules: object = object()
+_last_values: object = object()
+"""The context used last, when its values were a tuple (so they cannot change); ``_last`` is
+only read once ``_last_rules`` has been set with it."""
 
 
 def _context(rules: MeldRules, values: Sequence[int]) -> _Context:
@@ -265,10 +462,9 @@ def _context(rules: MeldRules, values: Sequence[int]) -> _Context:
     Raises:
         ValueError: ``values`` does not hold 53 non-negative integers.
     """
-    if _last_context:
-        last_rules, last_values, last = _last_context[0]
-        if last_values is values and last_rules is rules:
-            return last
+    global _last, _last_rules, _last_values
+    if values is _last_values and rules is _last_rules:
+        return _last
     key_values = values if type(values) is tuple else tuple(values)
     key = (rules, key_values)
     context = _contexts.get(key)
@@ -279,7 +475,7 @@ def _context(rules: MeldRules, values: Sequence[int]) -> _Context:
             _contexts.clear()
         context = _contexts[key] = _Context(rules, key_values)
     if type(values) is tuple:
-        _last_context[:] = [(rules, key_values, context)]
+        _last, _last_rules, _last_values = context, rules, values
     return context
 
 
@@ -320,6 +516,26 @@ def _bits(mask: int) -> Iterator[int]:
 
 
 # --- Reading a hand -----------------------------------------------------------------------------
+
+_MAX_COPIES = 16
+_JOKER_SHIFT = 56
+_JOKER_UNIT = 1 << _JOKER_SHIFT
+_MULTISET_BIT = {
+    copy << 6 | face: 1 << face if face < _NATURAL_FACES else _JOKER_UNIT
+    for copy in range(_MAX_COPIES)
+    for face in range(_VALUE_COUNT)
+}.__getitem__
+"""A card's face bit, or ``_JOKER_UNIT`` for a joker (so a sum counts the jokers above)."""
+_FACES = (1 << _NATURAL_FACES) - 1
+_COPY_FLAG = 1 << 60
+_CARD_BIT = {
+    copy << 6 | face: (1 << face if face < _NATURAL_FACES else 0) | (_COPY_FLAG if copy else 0)
+    for copy in range(_MAX_COPIES)
+    for face in range(_VALUE_COUNT)
+}.__getitem__
+"""A card's bit in a one-deck face mask (a joker: none), plus ``_COPY_FLAG`` for a copy other
+than the first; KeyError for a non-card. Summed over a hand, the low 52 bits hold one bit per
+card unless a face repeats (two equal bits carry, losing one) or a joker is held."""
 
 
 def _fast_mask(cards: Sequence[Card], values: Sequence[int]) -> tuple[int, int] | None:
@@ -395,13 +611,14 @@ class _Search:
     Its value is the least deadwood of the undecided faces plus the jokers left in hand.
     """
 
-    __slots__ = ("context", "jokers", "memo", "tables")
+    __slots__ = ("context", "jokers", "memo", "outcome_memo", "tables")
 
     def __init__(self, context: _Context, jokers: int) -> None:
         self.context = context
         self.tables = context.tables
         self.jokers = jokers
         self.memo: dict[_State, int] = {}
+        self.outcome_memo: dict[tuple[int, ...], dict[tuple[int, int], int]] = {}
 
     def options(self, layers: tuple[int, ...], budget: int) -> list[_Option]:
         """Melds ``(faces mask, gaps, capacity)`` holding the lowest undecided face."""
@@ -454,6 +671,46 @@ class _Search:
         self.memo[key] = best
         return best
 
+    def outcomes(self, layers: tuple[int, ...]) -> dict[tuple[int, int], int]:
+        """Every way to decide ``layers`` (all of its faces), as ``(jokers spent on gaps, joker
+        capacity gained) -> least natural deadwood``; gaps at most, capacity capped at, the
+        jokers held. Dominated outcomes (no fewer gaps, no more capacity, no less deadwood than
+        another) are dropped."""
+        memo = self.outcome_memo
+        found = memo.get(layers)
+        if found is not None:
+            return found
+        jokers = self.jokers
+        present = layers[0]
+        if not present:
+            return {(0, 0): 0}
+        low = present & -present
+        value = self.context.values[low.bit_length() - 1]
+        result = {
+            outcome: least + value for outcome, least in self.outcomes(_remove(layers, low)).items()
+        }
+        for faces, gaps, room in self.options(layers, jokers):
+            for (spent, capacity), least in self.outcomes(_remove(layers, faces)).items():
+                if spent + gaps <= jokers:
+                    outcome = (spent + gaps, min(jokers, capacity + room))
+                    known = result.get(outcome)
+                    if known is None or least < known:
+                        result[outcome] = least
+        if len(result) > 1:
+            # Sweep by gaps: an outcome is kept only if it beats every one with fewer or equal
+            # gaps on capacity or deadwood.
+            kept: dict[tuple[int, int], int] = {}
+            ordered = sorted(result.items(), key=_by_gaps)
+            for outcome, least in ordered:
+                if not any(
+                    other[1] >= outcome[1] and other_least <= least
+                    for other, other_least in kept.items()
+                ):
+                    kept[outcome] = least
+            result = kept
+        memo[layers] = result
+        return result
+
     def choices(self, layers: tuple[int, ...]) -> list[_Option]:
         """The melds of an optimal partition, chosen by the documented tie rule."""
         budget, capacity = self.jokers, 0
@@ -498,9 +755,74 @@ def _remove_all(layers: tuple[int, ...], faces: int) -> tuple[int, ...]:
     return tuple(kept)
 
 
-def _general_deadwood(context: _Context, hand: _Hand) -> int:
-    search, layers, base = _general_search(context, hand)
-    return base + search.solve(layers, search.jokers, 0)
+def _general_deadwood(context: _Context, layers: tuple[int, ...], jokers: int) -> int:
+    """Least deadwood of a hand with jokers or repeated faces, component by component.
+
+    Faces that fit in no meld even with every joker held are left over at once. The rest
+    splits into *components*: clusters of one suit that some run could join, linked by the
+    ranks a set could join. No meld spans two components, so each is solved alone, as a table
+    of outcomes (jokers spent on gaps, joker capacity gained) -> least deadwood, memoised
+    across hands (components are small and recur); the tables are then combined under the
+    hand's joker count.
+    """
+    tables = context.tables
+    present = layers[0]
+    groups = tables.groups(present, jokers)
+    live = 0
+    for group in groups:
+        live |= group
+    base = 0
+    dead = present & ~live
+    if dead:
+        values = context.values
+        for layer in layers:
+            if layer & dead:
+                base += _mask_value(layer & dead, values)
+    if not groups:
+        return base + context.joker_value * jokers
+    # Merge the groups into components (groups that share a face).
+    components: list[int] = []
+    for group in groups:
+        merged = group
+        kept = []
+        for component in components:
+            if component & merged:
+                merged |= component
+            else:
+                kept.append(component)
+        kept.append(merged)
+        components = kept
+    outcomes = context.outcomes
+    combined: dict[tuple[int, int], int] = {(0, 0): 0}
+    for component in components:
+        key = (jokers, *[layer & component for layer in layers if layer & component])
+        table = outcomes.get(key)
+        if table is None:
+            if len(outcomes) > _MEMO_LIMIT:
+                outcomes.clear()
+            table = outcomes[key] = context.search(jokers).outcomes(key[1:])
+        if len(table) == 1 and len(combined) == 1:
+            ((gaps, room), least), ((spent, capacity), total) = (
+                *table.items(),
+                *combined.items(),
+            )
+            if spent + gaps <= jokers:
+                combined = {(spent + gaps, min(jokers, capacity + room)): total + least}
+                continue
+        merged_table: dict[tuple[int, int], int] = {}
+        for (spent, capacity), total in combined.items():
+            for (gaps, room), least in table.items():
+                if spent + gaps <= jokers:
+                    outcome = (spent + gaps, min(jokers, capacity + room))
+                    value = total + least
+                    known = merged_table.get(outcome)
+                    if known is None or value < known:
+                        merged_table[outcome] = value
+        combined = merged_table
+    joker_value = context.joker_value
+    return base + min(
+        total + joker_value * (jokers - capacity) for (_, capacity), total in combined.items()
+    )
 
 
 # --- Building melds from the solution -----------------------------------------------------------
@@ -548,7 +870,17 @@ def _joker_faces(natural_faces: Sequence[Face], count: int, ace: AceMode) -> lis
 
 
 def _sorted_melds(melds: Iterable[Meld]) -> tuple[Meld, ...]:
-    return tuple(sorted(melds, key=lambda meld: (meld.cards, meld.faces)))
+    # Sorted by (cards, faces); melds of one partition share no card, so cards decide.
+    return tuple(sorted(melds, key=_CARDS))
+
+
+_CARDS = operator.attrgetter("cards")
+
+
+def _by_gaps(item: tuple[tuple[int, int], int]) -> tuple[int, int, int]:
+    """Fewest gaps first, then most capacity, then least deadwood."""
+    (gaps, capacity), least = item
+    return gaps, -capacity, least
 
 
 # --- Public API ---------------------------------------------------------------------------------
@@ -565,14 +897,114 @@ def deadwood(hand: Iterable[Card], rules: MeldRules, values: Sequence[int]) -> i
     Raises:
         ValueError: ``values`` is not 53 non-negative values, or the hand repeats a card.
     """
-    context = _context(rules, values)
+    # The usual case, the context used last, is checked inline.
+    context = _last if rules is _last_rules and values is _last_values else _context(rules, values)
     cards = hand if type(hand) is tuple else tuple(hand)
-    fast = _fast_mask(cards, context.values)
-    if fast is None:
-        return _general_deadwood(context, _Hand(cards))
-    mask, total = fast
-    core = context.tables.core(mask)
-    return total - context.melded(core) if core else total
+    try:
+        mask = sum(map(_CARD_BIT, cards)) & _FACES
+    except KeyError:  # not a card: the general path says which
+        mask = 0
+    if mask.bit_count() == len(cards):
+        clubs = mask & _SUIT_MASK
+        diamonds = mask >> 13 & _SUIT_MASK
+        hearts = mask >> 26 & _SUIT_MASK
+        spades = mask >> 39
+        ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+        clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+        best = (
+            clubs_table[clubs]
+            + diamonds_table[diamonds]
+            + hearts_table[hearts]
+            + spades_table[spades]
+        )
+        if not ranks:  # no rank in three suits: no set, so the suits are independent
+            return best
+        if ranks & (ranks - 1):
+            return _deadwood_with_sets(context, mask, ranks)
+        # One rank may form a set: the best with each of its sets, or the runs alone.
+        for faces in context.tables.sets_of[mask & _SPREAD << (ranks.bit_length() - 1)]:
+            rest = mask ^ faces
+            total = (
+                clubs_table[rest & _SUIT_MASK]
+                + diamonds_table[rest >> 13 & _SUIT_MASK]
+                + hearts_table[rest >> 26 & _SUIT_MASK]
+                + spades_table[rest >> 39]
+            )
+            if total < best:
+                best = total
+        return best
+    read = _read_multiset(cards)
+    if read is None:
+        general = _Hand(cards)
+        return _general_deadwood(context, general.layers, len(general.jokers))
+    return _general_deadwood(context, *read)
+
+
+def _read_multiset(cards: tuple[Card, ...]) -> tuple[tuple[int, ...], int] | None:
+    """``(layers, jokers)`` of a hand with at most two copies of a face (as ``_Hand`` reads
+    it), or None when it has more, a card twice, or a non-card (``_Hand`` then says which)."""
+    try:
+        bits = list(map(_MULTISET_BIT, cards))
+    except KeyError:
+        return None
+    if len(set(cards)) != len(cards):
+        return None
+    total = sum(bits)
+    jokers = total >> _JOKER_SHIFT
+    present = functools.reduce(operator.or_, bits, 0) & _FACES
+    # The sum is ``present`` plus the faces held twice, unless some face is held three times
+    # (then the difference carries and loses bits).
+    twice = (total & _JOKER_UNIT - 1) - present
+    if twice & ~present or present.bit_count() + twice.bit_count() != len(cards) - jokers:
+        return None
+    return ((present, twice) if twice else (present,)), jokers
+
+
+def _deadwood_with_sets(context: _Context, mask: int, ranks: int) -> int:
+    """Least deadwood of a one-deck, joker-free face mask with the ranks in ``ranks`` held in
+    three suits or more.
+
+    One deck holds at most one set of a rank, so every partition is: for each such rank, one
+    of its sets or none; the cards left go to runs, suit by suit (``run_deadwood``).
+    """
+    clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+    sets_of = context.tables.sets_of
+    choices = [(0, *sets_of[mask & _SPREAD << rank]) for rank in _bits(ranks)]
+    best = -1
+    for chosen in itertools.product(*choices):
+        rest = mask
+        for faces in chosen:
+            rest ^= faces
+        total = (
+            clubs_table[rest & _SUIT_MASK]
+            + diamonds_table[rest >> 13 & _SUIT_MASK]
+            + hearts_table[rest >> 26 & _SUIT_MASK]
+            + spades_table[rest >> 39]
+        )
+        if best < 0 or total < best:
+            best = total
+    return best
+
+
+def _scan_best_melds(context: _Context, mask: int) -> tuple[tuple[Meld, ...], int]:
+    """``best_melds`` of a one-deck, joker-free face mask by the tie rule's scan itself."""
+    total = _mask_value(mask, context.values)
+    rest = context.tables.core(mask)
+    best = context.melded(rest) if rest else 0
+    least = total - best
+    melds: list[Meld] = []
+    while rest:
+        low = rest & -rest
+        for meld, value in context.by_lowest[low.bit_length() - 1]:
+            left = rest ^ meld
+            if meld & rest == meld and value + (context.melded(left) if left else 0) == best:
+                melds.append(context.meld(meld))
+                best -= value
+                rest = left
+                break
+        else:
+            rest ^= low
+    return _sorted_melds(melds), least
 
 
 def best_melds(
@@ -586,29 +1018,84 @@ def best_melds(
     Raises:
         ValueError: ``values`` is not 53 non-negative values, or the hand repeats a card.
     """
-    context = _context(rules, values)
-    cards = tuple(hand)
-    fast = _fast_mask(cards, context.values)
-    if fast is not None:
-        mask, total = fast
-        rest = context.tables.core(mask)
-        best = context.melded(rest) if rest else 0
-        card_of = {card_face(card): card for card in cards}
-        melds: list[Meld] = []
-        while rest:
-            low = rest & -rest
-            for meld, value in context.by_lowest[low.bit_length() - 1]:
-                left = rest ^ meld
-                if meld & rest == meld and value + (context.melded(left) if left else 0) == best:
-                    melds.append(check_meld([card_of[face] for face in _bits(meld)], rules))
-                    best -= value
-                    rest = left
-                    break
-            else:
-                rest ^= low
-        return _sorted_melds(melds), total - sum(
-            context.values[face] for meld in melds for face in meld.faces
+    context = _last if rules is _last_rules and values is _last_values else _context(rules, values)
+    cards = hand if type(hand) is tuple else tuple(hand)
+    try:
+        flagged = sum(map(_CARD_BIT, cards))
+    except KeyError:  # not a card: the general path says which
+        flagged = 0
+    mask = flagged & _FACES
+    if mask.bit_count() == len(cards):
+        clubs = mask & _SUIT_MASK
+        diamonds = mask >> 13 & _SUIT_MASK
+        hearts = mask >> 26 & _SUIT_MASK
+        spades = mask >> 39
+        ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+        clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+        least = (
+            clubs_table[clubs]
+            + diamonds_table[diamonds]
+            + hearts_table[hearts]
+            + spades_table[spades]
         )
+        # Suits are independent unless a rank is held in three suits. With one such rank whose
+        # sets (or no set) give a unique optimum, every optimal partition holds that choice, so
+        # the tie rule's scan picks it and, suit by suit, the runs ``suit_melds`` picks for the
+        # rest. Otherwise (ties between set choices, or several such ranks: chosen -1) the scan
+        # runs on the whole hand.
+        chosen = 0
+        if ranks:
+            if ranks & (ranks - 1):
+                chosen = -1
+            else:
+                tie = False
+                for faces in context.tables.sets_of[mask & _SPREAD << (ranks.bit_length() - 1)]:
+                    rest = mask ^ faces
+                    total = (
+                        clubs_table[rest & _SUIT_MASK]
+                        + diamonds_table[rest >> 13 & _SUIT_MASK]
+                        + hearts_table[rest >> 26 & _SUIT_MASK]
+                        + spades_table[rest >> 39]
+                    )
+                    if total < least:
+                        least, chosen, tie = total, faces, False
+                    elif total == least:
+                        tie = True
+                if tie:
+                    chosen = -1
+                elif chosen:
+                    rest = mask ^ chosen
+                    clubs = rest & _SUIT_MASK
+                    diamonds = rest >> 13 & _SUIT_MASK
+                    hearts = rest >> 26 & _SUIT_MASK
+                    spades = rest >> 39
+        if chosen < 0:
+            found, least = _scan_best_melds(context, mask)
+        else:
+            by_clubs, by_diamonds, by_hearts, by_spades = context.run_melds
+            # Runs of a lower suit hold lower cards, so the concatenation is sorted.
+            clubs_runs = by_clubs[clubs]
+            if clubs_runs is None:
+                clubs_runs = context.suit_melds(0, clubs)
+            diamonds_runs = by_diamonds[diamonds]
+            if diamonds_runs is None:
+                diamonds_runs = context.suit_melds(1, diamonds)
+            hearts_runs = by_hearts[hearts]
+            if hearts_runs is None:
+                hearts_runs = context.suit_melds(2, hearts)
+            spades_runs = by_spades[spades]
+            if spades_runs is None:
+                spades_runs = context.suit_melds(3, spades)
+            found = clubs_runs + diamonds_runs + hearts_runs + spades_runs
+            if chosen:
+                found = tuple(sorted((*found, context.meld(chosen)), key=_CARDS))
+        if flagged >= _COPY_FLAG:  # copies other than the first: the melds hold those cards
+            card_of = {card & _FACE_MASK: card for card in cards}
+            found = _sorted_melds(
+                Meld(meld.kind, tuple(card_of[face] for face in meld.faces), meld.faces)
+                for meld in found
+            )
+        return found, least
     general = _Hand(cards)
     search, layers, base = _general_search(context, general)
     choices = search.choices(layers)

@@ -217,13 +217,54 @@ def test_general_path_agrees_with_fast_path_on_large_hands(
     """The multiset search gives the bitmask search's result where both apply."""
     context = solver._context(rules, RAMINO_VALUES)
     expected = deadwood(cards, rules, RAMINO_VALUES)
-    assert expected == solver._general_deadwood(context, solver._Hand(cards))
+    hand = solver._Hand(cards)
+    assert expected == solver._general_deadwood(context, hand.layers, len(hand.jokers))
 
 
 def test_empty_hand_has_no_deadwood() -> None:
     """No cards, no melds, no deadwood."""
     expected: tuple[tuple[Meld, ...], int] = ((), 0)
     assert expected == best_melds([], GIN, GIN_VALUES)
+
+
+def test_tie_between_two_sets_goes_to_the_lower_set() -> None:
+    """7C 7D 7H with 5S 6S 7S, or 7C 7D 7S with 5H 6H 7H: both leave 11 (5 and 6 of the other
+    suit). Scanning from 7C, the first set in the fixed order is 7C 7D 7H."""
+    melds, left = best_melds(parse_cards("7C 7D 7H 7S 5H 6H 5S 6S"), GIN, GIN_VALUES)
+    expected = (["7C 7D 7H", "5S 6S 7S"], 11)
+    assert expected == ([str(meld) for meld in melds], left)
+    assert deadwood(parse_cards("7C 7D 7H 7S 5H 6H 5S 6S"), GIN, GIN_VALUES) == 11
+
+
+def test_two_ranks_in_three_suits() -> None:
+    """Sets of 4s and of 9s, and the run 3C 4C 5C that would break the set of 4s: the sets
+    leave 3C 5C (8) where the run leaves 4D 4H (8) too, and 9C 9D 9H 9S make a set either way;
+    KS is left over. Least deadwood 18."""
+    hand = parse_cards("3C 4C 5C 4D 4H 9C 9D 9H 9S KS")
+    assert deadwood(hand, GIN, GIN_VALUES) == 18
+    assert best_melds(hand, GIN, GIN_VALUES)[1] == 18
+
+
+def test_second_deck_cards_on_a_one_deck_hand_are_the_cards_melded() -> None:
+    """A hand with no repeated face uses the one-deck tables; its melds hold its own copies."""
+    melds, left = best_melds(parse_cards("7H2 8H 9H2 KS"), GIN, GIN_VALUES)
+    expected = (["7H2 8H 9H2"], 10)
+    assert expected == ([str(meld) for meld in melds], left)
+
+
+def test_one_joker_goes_to_the_near_run_that_saves_most() -> None:
+    """One joker completes 4H 5H or 9S TS, not both: with spades (8-9-10) 4H 5H KC are left
+    (19); with hearts 9S TS KC (29); unused, the joker itself costs 30."""
+    hand = parse_cards("4H 5H 9S TS KC JK")
+    assert deadwood(hand, RAMINO, RAMINO_VALUES) == 19
+    melds, left = best_melds(hand, RAMINO, RAMINO_VALUES)
+    assert left == 19
+    assert [str(meld) for meld in melds] == ["JK=8S 9S TS"]
+
+
+def test_three_copies_of_a_face() -> None:
+    """Three decks: one 7H goes to 7H 8H 9H, the other two are left over (14)."""
+    assert deadwood(parse_cards("7H 7H2 7H3 8H 9H"), GIN, GIN_VALUES) == 14
 
 
 def test_set_and_run_sharing_a_card_keeps_the_better_one() -> None:
