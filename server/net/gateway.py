@@ -165,6 +165,7 @@ class Gateway:
         self._cooling: dict[str, tuple[TableState, float] | None] = {}
         """Tables whose snapshot was published less than ``SNAPSHOT_SECONDS`` ago, with the
         state to publish when the pause is over."""
+        self._settled: dict[str, asyncio.Event] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._started_at = self.clock.now()
         self.handled = 0
@@ -502,7 +503,17 @@ class Gateway:
         """The snapshot pause of ``table_id`` is over: publish what changed meanwhile."""
         latest = self._cooling.pop(table_id, None)
         if latest is not None:
-            self._publish_public(*latest)
+            self._publish_public(*latest)  # starts another pause
+        if table_id not in self._cooling:
+            settled = self._settled.pop(table_id, None)
+            if settled is not None:
+                settled.set()
+
+    async def settled(self, table_id: str) -> None:
+        """Return once no republish of ``table_id``'s snapshot is pending, so that the
+        retained snapshot and listing are its latest state (tests and tools)."""
+        while table_id in self._cooling:
+            await self._settled.setdefault(table_id, asyncio.Event()).wait()
 
     async def publish(
         self, before: TableState, seq: int, record: Record, after: TableState
@@ -561,9 +572,11 @@ class Gateway:
             self._cooling[table.table_id] = (table, deadline)
             return
         self._publish_snapshot(table, deadline, listing)
+        # Published now, so nothing older is left to publish when the pause is over (an older
+        # state kept here was republished after a table's last change and left it stale).
         if table.table_id not in self._cooling:
-            self._cooling[table.table_id] = None
             asyncio.get_running_loop().call_later(SNAPSHOT_SECONDS, self._cooled, table.table_id)
+        self._cooling[table.table_id] = None
         if changed:
             self._listings[table.table_id] = listing
             _events.info(

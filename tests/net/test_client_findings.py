@@ -1,0 +1,111 @@
+"""What a client written from the documents alone found, over both brokers: retained state that
+went stale, a retained command that ran, refused ``null`` options, an unmatched refusal, a second
+status on stop and rate refusals in ordinary play."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from protocol import topics
+from protocol.codec import decode_inbox, decode_listing, decode_snapshot
+from protocol.messages import Reply
+from protocol.transport import Transport, parse_broker_url
+from server.engine import view
+from tests.net.conftest import BrokerUnderTest, client_for, ensure_users, serving
+from tests.net.players import play_seat, start_table
+
+WAIT = 10.0
+"""Seconds any awaited message gets."""
+
+
+@contextlib.asynccontextmanager
+async def raw(broker: BrokerUnderTest, name: str, *subscriptions: str) -> AsyncIterator[Transport]:
+    """A bare MQTT connection of ``name``, subscribed to ``subscriptions``."""
+    transport = Transport(name, broker.password(name))
+    await transport.connect(parse_broker_url(broker.url))
+    transport.subscribe(*subscriptions)
+    try:
+        yield transport
+    finally:
+        await transport.close()
+
+
+async def retained(broker: BrokerUnderTest, name: str, topic: str) -> bytes:
+    """The retained payload a fresh subscriber of ``topic`` gets first."""
+    async with raw(broker, name, topic) as transport, asyncio.timeout(WAIT):
+        while True:
+            message = await transport.receive()
+            if message.topic == topic and message.retain:
+                return message.payload
+
+
+async def reply_to(transport: Transport, topic: str, payload: bytes) -> Reply:
+    """Publish ``payload`` on ``topic`` and return the next reply in the sender's inbox."""
+    transport.publish(topic, payload, qos=1)
+    async with asyncio.timeout(WAIT):
+        while True:
+            message = await transport.receive()
+            if message.topic == topics.inbox(transport.username):
+                received = decode_inbox(message.payload)
+                if isinstance(received, Reply):
+                    return received
+
+
+async def test_the_retained_snapshot_and_listing_are_the_final_state_after_a_game(
+    broker: BrokerUnderTest, tmp_path: Path
+) -> None:
+    """Once a game is over and the republish pause has passed, a fresh subscriber gets the
+    finished table: no older state, kept for the pause, overwrites it."""
+    await ensure_users(broker, ["alice", "bob", "carol"])
+    async with serving(broker, tmp_path) as server:
+        alice, bob = client_for(broker, "alice"), client_for(broker, "bob")
+        for client in (alice, bob):
+            await client.connect()
+        try:
+            table = await start_table([alice, bob], "knock")
+            await asyncio.gather(play_seat(alice, table, 1), play_seat(bob, table, 2))
+            async with asyncio.timeout(WAIT):
+                await server.gateway.settled(table)
+            await alice.hello()  # the server's publications before it have reached the broker
+        finally:
+            for client in (alice, bob):
+                await client.close()
+        state = server.service.actors[table].table
+        snapshot = decode_snapshot(await retained(broker, "carol", topics.table_state(table)))
+        listing = decode_listing(await retained(broker, "carol", topics.lobby_listing(table)))
+    assert ("finished", state.seq) == (snapshot.table.status, snapshot.seq)
+    assert "finished" == listing.status
+
+
+async def test_the_retained_snapshot_is_current_after_a_burst_of_moves(
+    broker: BrokerUnderTest, tmp_path: Path
+) -> None:
+    """Mid-game too, after a burst of moves the retained snapshot is the table's state."""
+    await ensure_users(broker, ["alice", "bob", "carol"])
+    async with serving(broker, tmp_path) as server:
+        alice, bob = client_for(broker, "alice"), client_for(broker, "bob")
+        for client in (alice, bob):
+            await client.connect()
+        try:
+            table = await start_table([alice, bob], "basic")
+            await asyncio.gather(
+                play_seat(alice, table, 1, stop_at_seq=25), play_seat(bob, table, 2, stop_at_seq=25)
+            )
+            async with asyncio.timeout(WAIT):
+                await server.gateway.settled(table)
+            await alice.hello()
+            state = server.service.actors[table].table
+            snapshot = decode_snapshot(await retained(broker, "carol", topics.table_state(table)))
+            listing = decode_listing(await retained(broker, "carol", topics.lobby_listing(table)))
+        finally:
+            for client in (alice, bob):
+                await client.close()
+    assert (state.status, state.seq) == (snapshot.table.status, snapshot.seq)
+    assert state.status == listing.status
+    # Whose command is awaited, for a client that wonders whether it missed its turn.
+    assert state.game is not None
+    assert snapshot.view is not None
+    assert view(state.game).to_move == snapshot.view.to_move
