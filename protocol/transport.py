@@ -77,8 +77,14 @@ class _Coalescing:
         self._loop = asyncio.get_running_loop()
         self._spacing = spacing
         self._last = -spacing
+        self._immediate = False
 
     def write(self, data: bytes) -> None:
+        if self._immediate:
+            self._flush()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+            return
         if not self._pending:
             wait = self._last + self._spacing - self._loop.time()
             if wait > 0:
@@ -86,6 +92,13 @@ class _Coalescing:
             else:
                 self._loop.call_soon(self._flush)
         self._pending.append(data)
+
+    def flush(self) -> None:
+        """Send what is waiting now, and every later write at once (before a close: what is
+        still waiting when the socket closes is lost, a DISCONNECT with it)."""
+        self._spacing = 0.0
+        self._immediate = True
+        self._flush()
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
@@ -157,7 +170,16 @@ class Transport:
             raise TransportError(f"the broker at {address.url} refused us: {error}") from None
 
     async def close(self) -> None:
-        """Disconnect cleanly (no will message is sent)."""
+        """Disconnect cleanly (no will message is sent).
+
+        What was published before is written first, then the DISCONNECT: gmqtt closes the
+        socket right after queueing the DISCONNECT, and the broker, seeing the connection drop
+        without one, would publish the will (the server's: a second, wrong, retained status).
+        """
+        protocol: Any = getattr(getattr(self._client, "_connection", None), "_protocol", None)
+        socket = getattr(protocol, "_transport", None)
+        if isinstance(socket, _Coalescing):
+            socket.flush()
         with contextlib.suppress(Exception):
             await self._client.disconnect()
 

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from protocol import topics
-from protocol.codec import decode_inbox, decode_listing, decode_snapshot
+from protocol.codec import decode_inbox, decode_listing, decode_snapshot, decode_status
 from protocol.messages import Reply
-from protocol.transport import Transport, parse_broker_url
+from protocol.transport import Message, Transport, parse_broker_url
 from server.engine import view
 from tests.net.conftest import BrokerUnderTest, client_for, ensure_users, serving
 from tests.net.players import play_seat, start_table
@@ -109,3 +109,29 @@ async def test_the_retained_snapshot_is_current_after_a_burst_of_moves(
     assert state.game is not None
     assert snapshot.view is not None
     assert view(state.game).to_move == snapshot.view.to_move
+
+
+async def test_a_clean_stop_leaves_one_offline_status(
+    broker: BrokerUnderTest, tmp_path: Path
+) -> None:
+    """On a clean stop the server says it is offline, with its real start time, and its will
+    (for a crash) is not published after it."""
+    await ensure_users(broker, ["alice", "bob"])
+    statuses: list[Message] = []
+    async with raw(broker, "alice", topics.server_status()) as watcher:
+        watcher.tap = statuses.append
+        async with serving(broker, tmp_path) as server:
+            started_at = server.gateway.status(True).started_at
+            async with asyncio.timeout(WAIT):
+                while not any(decode_status(m.payload).online for m in statuses):
+                    await watcher.receive()
+        async with asyncio.timeout(WAIT):
+            while decode_status(statuses[-1].payload).online:
+                await watcher.receive()
+        # A will comes when the broker sees the connection gone, long before a new client
+        # has connected and subscribed.
+        final = decode_status(await retained(broker, "bob", topics.server_status()))
+        await asyncio.wait_for(watcher.connected.wait(), WAIT)
+    live = [decode_status(m.payload) for m in statuses if not m.retain]
+    assert [True, False] == [status.online for status in live]
+    assert (False, started_at) == (final.online, final.started_at)
