@@ -1,7 +1,8 @@
 """A small adapter over gmqtt: connect, subscribe, publish and an async stream of messages.
 
 The server, the SDK and the bots all reach the broker through it, so the MQTT client library
-is one choice in one place. It speaks MQTT 3.1.1 (the embedded broker knows no other),
+is one choice in one place. It speaks MQTT 3.1.1 (the embedded broker knows no other), or MQTT 5
+when asked (the server on an external broker, to see the retain flag of live messages),
 reconnects with backoff by itself, and subscribes again after every reconnection (sessions
 are clean). asyncio sets TCP_NODELAY on its TCP sockets, so a small message leaves at once;
 what is published during one pass of the event loop leaves in one write.
@@ -19,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import gmqtt
-from gmqtt.mqtt.constants import MQTTv311
+from gmqtt.mqtt.constants import MQTTv50, MQTTv311
 
 __all__ = ["BrokerAddress", "Message", "Transport", "TransportError", "parse_broker_url"]
 
@@ -125,8 +126,13 @@ class Transport:
         queue_size: int = 0,
         tap: Callable[[Message], None] | None = None,
         write_spacing: float = 0.0,
+        mqtt5: bool = False,
     ) -> None:
         self.username = username
+        self.mqtt5 = mqtt5
+        """Speak MQTT 5 and subscribe with "retain as published", so that ``Message.retain``
+        also marks a live message its sender retained (MQTT 3.1.1 clears the flag on live
+        delivery: only a replay to a new subscriber has it)."""
         self.write_spacing = write_spacing
         """Least seconds between two socket writes (what is published meanwhile waits)."""
         self.client_id = client_id or f"{username}-{secrets.token_hex(4)}"
@@ -162,7 +168,10 @@ class Transport:
         """
         try:
             await self._client.connect(
-                address.host, address.port, keepalive=keepalive, version=MQTTv311
+                address.host,
+                address.port,
+                keepalive=keepalive,
+                version=MQTTv50 if self.mqtt5 else MQTTv311,
             )
         except (TimeoutError, OSError) as error:
             raise TransportError(f"cannot reach the broker at {address.url}: {error}") from None
@@ -207,7 +216,10 @@ class Transport:
         for topic in fresh:
             self._subscriptions[topic] = qos
         if fresh and self.connected.is_set():
-            self._client.subscribe([gmqtt.Subscription(topic, qos=qos) for topic in fresh])
+            self._client.subscribe([self._subscription(topic, qos) for topic in fresh])
+
+    def _subscription(self, topic: str, qos: int) -> gmqtt.Subscription:
+        return gmqtt.Subscription(topic, qos=qos, retain_as_published=self.mqtt5)
 
     def unsubscribe(self, *topics: str) -> None:
         """Stop receiving ``topics``."""
@@ -256,7 +268,7 @@ class Transport:
             for topic, qos in self._subscriptions.items():
                 by_qos.setdefault(qos, []).append(topic)
             for qos, topics in by_qos.items():
-                client.subscribe([gmqtt.Subscription(topic, qos=qos) for topic in topics])
+                client.subscribe([self._subscription(topic, qos) for topic in topics])
         self.lost.clear()
         self.connected.set()
 

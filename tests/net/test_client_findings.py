@@ -10,8 +10,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from protocol import topics
-from protocol.codec import decode_inbox, decode_listing, decode_snapshot, decode_status
-from protocol.messages import Reply
+from protocol.codec import decode_inbox, decode_listing, decode_snapshot, decode_status, encode
+from protocol.game import DrawStock
+from protocol.messages import Reply, Request
 from protocol.transport import Message, Transport, parse_broker_url
 from server.engine import view
 from tests.net.conftest import BrokerUnderTest, client_for, ensure_users, serving
@@ -109,6 +110,37 @@ async def test_the_retained_snapshot_is_current_after_a_burst_of_moves(
     assert state.game is not None
     assert snapshot.view is not None
     assert view(state.game).to_move == snapshot.view.to_move
+
+
+async def test_a_retained_command_is_not_run(broker: BrokerUnderTest, tmp_path: Path) -> None:
+    """A command published with the retain flag is ignored: the table does not move, and a
+    later command of the same client still runs."""
+    await ensure_users(broker, ["alice", "bob"])
+    async with serving(broker, tmp_path) as server:
+        alice, bob = client_for(broker, "alice"), client_for(broker, "bob")
+        for client in (alice, bob):
+            await client.connect()
+        try:
+            table = await start_table([alice, bob], "basic")
+            actor = server.service.actors[table]
+            game = actor.table.game
+            assert game is not None
+            mover = (alice, bob)[game.turn]
+            seq = actor.table.seq
+            command = encode(Request(id="retained-draw", cmd=DrawStock(), seq=seq))
+            mover.transport.publish(
+                topics.table_command(table, mover.username), command, qos=1, retain=True
+            )
+            # Commands of one client are taken in order: once this one is answered, the
+            # retained one has been seen.
+            synced = await mover.table(table).resync()
+            assert seq == synced.seq == actor.table.seq
+            reply = await mover.table(table).act(DrawStock())
+        finally:
+            for client in (alice, bob):
+                await client.close()
+    assert reply.ok
+    assert seq + 1 == reply.seq
 
 
 async def test_a_clean_stop_leaves_one_offline_status(
