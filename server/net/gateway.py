@@ -37,6 +37,7 @@ from protocol.errors import CodedError
 from protocol.game import COMMAND_TYPES as GAME_COMMANDS
 from protocol.game import Command as GameCommand
 from protocol.messages import (
+    MAX_ID,
     PROTOCOL_VERSION,
     ChatLine,
     ChatSay,
@@ -678,7 +679,11 @@ _ID_ONLY = msgspec.msgpack.Decoder(dict[str, Any])
 
 
 def _guess_id(payload: bytes) -> str:
-    """The ``id`` of a request that failed to decode, when it can be read (else ``""``)."""
+    """The ``id`` of a request that failed to decode, when it can be read (else ``""``).
+
+    An id over ``MAX_ID`` characters is echoed cut to its first ``MAX_ID``: the client can still
+    match the refusal to its request (``""`` is kept for ids that cannot be read at all).
+    """
     if len(payload) > 64 * 1024:
         return ""
     try:
@@ -686,4 +691,4 @@ def _guess_id(payload: bytes) -> str:
     except msgspec.DecodeError:
         return ""
     value = raw.get("id")
-    return value if isinstance(value, str) and len(value) <= 64 else ""
+    return value[:MAX_ID] if isinstance(value, str) else ""

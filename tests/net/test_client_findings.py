@@ -9,10 +9,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
+
 from protocol import topics
 from protocol.codec import decode_inbox, decode_listing, decode_snapshot, decode_status, encode
 from protocol.game import DrawStock
-from protocol.messages import Reply, Request
+from protocol.messages import MAX_ID, Hello, Reply, Request
 from protocol.transport import Message, Transport, parse_broker_url
 from server.engine import view
 from tests.net.conftest import BrokerUnderTest, client_for, ensure_users, serving
@@ -141,6 +143,45 @@ async def test_a_retained_command_is_not_run(broker: BrokerUnderTest, tmp_path: 
                 await client.close()
     assert reply.ok
     assert seq + 1 == reply.seq
+
+
+async def test_null_and_unlimited_options_are_accepted(
+    broker: BrokerUnderTest, tmp_path: Path
+) -> None:
+    """An ``int_or_unlimited`` option takes nil, as ``VariantInfo.defaults`` sends it."""
+    await ensure_users(broker, ["alice"])
+    async with serving(broker, tmp_path):
+        alice = client_for(broker, "alice")
+        await alice.connect()
+        try:
+            variants = await alice.variants()
+            knock = next(info for info in variants.variants if info.name == "knock")
+            assert knock.defaults["deals"] is None
+            nil = await alice.create_table("knock", options={"deals": None})
+            word = await alice.create_table("knock", options={"deals": "unlimited"})
+            listed = {listing.table: listing for listing in await alice.tables()}
+        finally:
+            await alice.close()
+    assert listed[nil.table].options["deals"] is None
+    assert "unlimited" == listed[word.table].options["deals"]
+
+
+async def test_an_over_long_id_is_echoed_cut_to_the_limit(
+    broker: BrokerUnderTest, tmp_path: Path
+) -> None:
+    """A request id over the limit is refused with its first ``MAX_ID`` characters as the id."""
+    await ensure_users(broker, ["alice"])
+    long_id = "a" * MAX_ID + "b"
+    payload = msgspec.msgpack.encode({"id": long_id, "cmd": {"type": "hello", "versions": [1]}})
+    async with (
+        serving(broker, tmp_path),
+        raw(broker, "alice", topics.inbox("alice")) as alice,
+    ):
+        topic = topics.lobby_command("alice", 0)
+        refused = await reply_to(alice, topic, payload)
+        fine = await reply_to(alice, topic, encode(Request(id="x" * MAX_ID, cmd=Hello())))
+    assert (False, "protocol/invalid", "a" * MAX_ID) == (refused.ok, refused.code, refused.id)
+    assert (True, "x" * MAX_ID) == (fine.ok, fine.id)
 
 
 async def test_a_clean_stop_leaves_one_offline_status(
