@@ -94,12 +94,22 @@ SERVER_NAME = "ramino/0.1"
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Per-client limits."""
+    """Per-client limits.
+
+    A client that only answers what the server sends is never refused: every ``Update`` sent
+    to a client gives it back ``update_credit`` commands (up to ``burst``), so play goes as fast
+    as the server moves. ``rate`` and ``burst`` bound what no update prompts: lobby commands, a
+    resync per table after a reconnection, a whole turn sent without waiting for its updates
+    (docs/operations.md, "Sizing the rate limit").
+    """
 
     rate: float = 50.0
     """Commands per second a client may send, on average."""
     burst: int = 100
     """Commands a client may send at once."""
+    update_credit: float = 2.0
+    """Commands given back for each ``Update`` sent to the client: one to answer it, one for a
+    resync (a command refused as stale because another update was on its way)."""
     chat_rate: float = 1.0
     chat_burst: int = 5
     max_payload: int = 16 * 1024
@@ -113,6 +123,12 @@ class RateLimiter:
     burst: int
     now: Callable[[], float] = time.monotonic
     _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def credit(self, key: str, tokens: float) -> None:
+        """Give ``key`` back ``tokens`` (its bucket still holds at most ``burst``)."""
+        level = self._buckets.get(key)
+        if level is not None:
+            self._buckets[key] = (min(float(self.burst), level[0] + tokens), level[1])
 
     def allow(self, key: str) -> bool:
         """Take one token from ``key``'s bucket; ``False`` when it is empty."""
@@ -560,6 +576,8 @@ class Gateway:
                 status=table.status,
             )
             self.transport.publish(topics.inbox(player), encode(update), qos=1)
+            # What the client sends in answer is paid for: answering is never refused.
+            self._limiter.credit(player, self.limits.update_credit)
         stream = TableEvents(table.table_id, batch.public)
         self.transport.publish(topics.table_events(table.table_id), encode(stream), qos=0)
         self._publish_public(table, deadline)

@@ -17,6 +17,7 @@ from protocol.game import DrawStock
 from protocol.messages import MAX_ID, Hello, Reply, Request
 from protocol.transport import Message, Transport, parse_broker_url
 from server.engine import view
+from server.net.gateway import Limits
 from tests.net.conftest import BrokerUnderTest, client_for, ensure_users, serving
 from tests.net.players import play_seat, start_table
 
@@ -208,3 +209,36 @@ async def test_a_clean_stop_leaves_one_offline_status(
     live = [decode_status(m.payload) for m in statuses if not m.retain]
     assert [True, False] == [status.online for status in live]
     assert (False, started_at) == (final.online, final.started_at)
+
+
+async def test_answering_the_server_is_never_refused_for_rate(
+    broker: BrokerUnderTest, tmp_path: Path
+) -> None:
+    """Bots that answer every update at once play a whole Rummy 500 game (claim windows: every
+    seat may answer one update) under a tiny rate limit without one ``limit/rate``: each update
+    gives its receiver back what answering it takes."""
+    names = ["alice", "bob", "carol"]
+    await ensure_users(broker, names)
+    refusals: list[str] = []
+
+    def watch(message: Message) -> None:
+        if message.topic.startswith(topics.inbox("")[:-1]):
+            received = decode_inbox(message.payload)
+            if isinstance(received, Reply) and received.code.startswith("limit/"):
+                refusals.append(received.code)
+
+    async with serving(broker, tmp_path, limits=Limits(rate=1.0, burst=10)) as server:
+        clients = [client_for(broker, name, tap=watch) for name in names]
+        for client in clients:
+            await client.connect()
+        try:
+            table = await start_table(clients, "rummy500")
+            finals = await asyncio.gather(
+                *(play_seat(client, table, seed) for seed, client in enumerate(clients))
+            )
+        finally:
+            for client in clients:
+                await client.close()
+        refused = server.gateway.refused
+    assert all(final.status == "finished" for final in finals)
+    assert ([], 0) == (refusals, refused)
