@@ -4,6 +4,7 @@ status on stop and rate refusals in ordinary play."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
@@ -16,9 +17,10 @@ from protocol.codec import decode_inbox, decode_listing, decode_snapshot, decode
 from protocol.game import DrawStock
 from protocol.messages import MAX_ID, Hello, Reply, Request
 from protocol.transport import Message, Transport, parse_broker_url
+from server.cli import build_parser
 from server.engine import view
 from server.net.gateway import Limits
-from tests.net.conftest import BrokerUnderTest, client_for, ensure_users, serving
+from tests.net.conftest import DEPLOY, ROOT, BrokerUnderTest, client_for, ensure_users, serving
 from tests.net.players import play_seat, start_table
 
 WAIT = 10.0
@@ -242,3 +244,35 @@ async def test_answering_the_server_is_never_refused_for_rate(
         refused = server.gateway.refused
     assert all(final.status == "finished" for final in finals)
     assert ([], 0) == (refusals, refused)
+
+
+def test_the_accounts_file_has_one_name_everywhere() -> None:
+    """``ramino accounts``' default file is the one Mosquitto's config reads, and every
+    document names that file."""
+    conf = (DEPLOY / "mosquitto.conf").read_text()
+    name = next(line.split()[1] for line in conf.splitlines() if line.startswith("password_file "))
+    default = build_parser().parse_args(["accounts", "list"]).file
+    assert f"deploy/mosquitto/{name}" == default
+    for document in (ROOT / "docs" / "operations.md", DEPLOY / "README.md"):
+        text = document.read_text()
+        assert "mosquitto/passwd" not in text
+        assert f"chown mosquitto: {name}" in text or f"chown mosquitto: {default}" in text
+
+
+def test_every_serve_option_is_in_the_operations_table() -> None:
+    """docs/operations.md lists every option of ``ramino serve``."""
+    parser = build_parser()
+    subcommands = next(
+        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+    )
+    serve = subcommands.choices["serve"]
+    options = {
+        flag
+        for action in serve._actions
+        for flag in action.option_strings
+        if flag.startswith("--") and flag != "--help"
+    }
+    table = (ROOT / "docs" / "operations.md").read_text().split("## 0. Running the server")[1]
+    table = table.split("### Mosquitto")[0]
+    missing = sorted(flag for flag in options if f"`{flag}`" not in table)
+    assert [] == missing
