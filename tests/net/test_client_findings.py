@@ -15,7 +15,7 @@ import msgspec
 from protocol import topics
 from protocol.codec import decode_inbox, decode_listing, decode_snapshot, decode_status, encode
 from protocol.game import DrawStock
-from protocol.messages import MAX_ID, Hello, Reply, Request
+from protocol.messages import MAX_ID, Hello, Reply, Request, Synced
 from protocol.transport import Message, Transport, parse_broker_url
 from server.cli import build_parser
 from server.engine import view
@@ -244,6 +244,29 @@ async def test_answering_the_server_is_never_refused_for_rate(
         refused = server.gateway.refused
     assert all(final.status == "finished" for final in finals)
     assert ([], 0) == (refusals, refused)
+
+
+async def test_a_stale_seq_refusal_carries_synced(broker: BrokerUnderTest, tmp_path: Path) -> None:
+    """A ``table/stale_seq`` refusal brings the present as a ``synced`` result (§12)."""
+    await ensure_users(broker, ["alice", "bob"])
+    async with serving(broker, tmp_path) as server:
+        alice, bob = client_for(broker, "alice"), client_for(broker, "bob")
+        for client in (alice, bob):
+            await client.connect()
+        try:
+            table = await start_table([alice, bob], "basic")
+            state = server.service.actors[table].table
+            assert state.game is not None
+            mover = state.game.turn
+            client = (alice, bob)[mover]
+            reply = await client.request(DrawStock(), table, seq=state.seq - 1, check=False)
+        finally:
+            for client in (alice, bob):
+                await client.close()
+    assert (False, "table/stale_seq", state.seq) == (reply.ok, reply.code, reply.seq)
+    assert isinstance(reply.result, Synced)
+    assert (state.seq, mover) == (reply.result.seq, reply.result.seat)
+    assert DrawStock() in reply.result.legal
 
 
 def test_the_accounts_file_has_one_name_everywhere() -> None:
