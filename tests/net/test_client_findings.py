@@ -299,3 +299,27 @@ def test_every_serve_option_is_in_the_operations_table() -> None:
     table = table.split("### Mosquitto")[0]
     missing = sorted(flag for flag in options if f"`{flag}`" not in table)
     assert [] == missing
+
+
+async def test_a_gin_view_carries_the_knock_limit_passes_and_hands_won(
+    broker: BrokerUnderTest, tmp_path: Path
+) -> None:
+    """The Gin fields of the view are filled in (docs/variants.md said the view had none)."""
+    await ensure_users(broker, ["alice", "bob"])
+    async with serving(broker, tmp_path):
+        alice, bob = client_for(broker, "alice"), client_for(broker, "bob")
+        for client in (alice, bob):
+            await client.connect()
+        try:
+            table = await start_table([alice, bob], "gin")
+            synced = await alice.table(table).resync()
+        finally:
+            for client in (alice, bob):
+                await client.close()
+    assert synced.view is not None
+    # Fresh deal, no option set: the default limit of 10, nobody passed, no hand won yet.
+    shown = (synced.view.knock_limit, synced.view.upcard_passes, synced.view.hands_won)
+    assert (10, 0, (0, 0)) == shown
+    paragraph = (ROOT / "docs" / "variants.md").read_text()
+    assert "The view has no field for" not in paragraph
+    assert all(f"`{name}`" in paragraph for name in ("upcard_passes", "hands_won"))
