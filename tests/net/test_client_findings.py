@@ -14,8 +14,17 @@ import msgspec
 
 from protocol import topics
 from protocol.codec import decode_inbox, decode_listing, decode_snapshot, decode_status, encode
-from protocol.game import DrawStock
-from protocol.messages import MAX_ID, Hello, Reply, Request, Synced
+from protocol.game import DrawStock, PlayerSat
+from protocol.messages import (
+    MAX_ID,
+    Created,
+    CreateTable,
+    Hello,
+    Reply,
+    Request,
+    Synced,
+    Update,
+)
 from protocol.transport import Message, Transport, parse_broker_url
 from server.cli import build_parser
 from server.engine import view
@@ -323,3 +332,30 @@ async def test_a_gin_view_carries_the_knock_limit_passes_and_hands_won(
     paragraph = (ROOT / "docs" / "variants.md").read_text()
     assert "The view has no field for" not in paragraph
     assert all(f"`{name}`" in paragraph for name in ("upcard_passes", "hands_won"))
+
+
+async def test_the_creators_first_update_comes_before_the_created_reply(
+    broker: BrokerUnderTest, tmp_path: Path
+) -> None:
+    """As docs/protocol.md now warns: ``create_table`` with ``sit`` sends the creator the
+    table's first update (seq 2, ``player_sat``) before the reply that names the table."""
+    await ensure_users(broker, ["alice"])
+    request = Request(id="create-1", cmd=CreateTable(variant="gin"))
+    inbox: list[Reply | Update] = []
+    async with serving(broker, tmp_path), raw(broker, "alice", topics.inbox("alice")) as alice:
+        alice.publish(topics.lobby_command("alice", 0), encode(request), qos=1)
+        async with asyncio.timeout(WAIT):
+            while not inbox or not isinstance(inbox[-1], Reply):
+                message = await alice.receive()
+                if message.topic == topics.inbox("alice"):
+                    inbox.append(decode_inbox(message.payload))
+    update, reply = inbox
+    assert isinstance(update, Update)
+    assert isinstance(reply, Reply)
+    assert isinstance(reply.result, Created)
+    assert (reply.result.table, 2) == (update.table, update.seq)
+    assert [PlayerSat(0, "alice")] == [logged.event for logged in update.events]
+    assert reply.seq == update.seq
+    text = (ROOT / "docs" / "protocol.md").read_text()
+    assert "An update for a table you do not know yet" in text
+    assert "no-progress timeout" in text
