@@ -882,10 +882,20 @@ def examples() -> tuple[Example, ...]:
                 id="5c1e0b7a",
                 ok=False,
                 code="table/stale_seq",
-                message="you saw seq 6, the table is at 8: resync",
+                message="you saw seq 4, the table is at 6: resync",
                 table=_TABLE,
-                seq=8,
+                seq=6,
+                result=Synced(
+                    table=_LISTING,
+                    seq=6,
+                    seat=0,
+                    view=_ALICE_VIEW,
+                    legal=(DrawStock(), TakeDiscard(count=1)),
+                    deadline=_NOW + 30,
+                ),
             ),
+            "alice missed the deal (seq 5-6): the refusal carries a `synced` to catch up with, "
+            "as `resync` would return.",
         ),
         Example(
             "Update (a new deal, as seat 0 sees it)",

@@ -32,6 +32,7 @@ from protocol.game import (
 )
 
 __all__ = [
+    "MAX_ID",
     "PROTOCOL_VERSION",
     "AnyCommand",
     "AnyEvent",
@@ -71,10 +72,15 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = 1
+MAX_ID = 64
+"""Longest request id, in characters. A longer one is refused (``protocol/invalid``) with the
+reply's ``id`` cut to its first ``MAX_ID`` characters."""
 
 Name = Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
 ShortText = Annotated[str, Meta(max_length=64)]
-OptionValue: TypeAlias = bool | int | float | str
+OptionValue: TypeAlias = bool | int | float | str | None
+"""An option's value; ``None`` (msgpack nil) is "unlimited" for ``int_or_unlimited`` options,
+as ``VariantInfo.defaults`` sends it."""
 Options = Annotated[dict[ShortText, OptionValue], Meta(max_length=64)]
 
 # Lobby commands (published on ramino/v1/lobby/{shard}/{client}) -------------------------------
@@ -179,7 +185,7 @@ class Request(msgspec.Struct, frozen=True):
     ``table/stale_seq`` (omit it to skip the check).
     """
 
-    id: Annotated[str, Meta(min_length=1, max_length=64)]
+    id: Annotated[str, Meta(min_length=1, max_length=MAX_ID)]
     cmd: AnyCommand
     seq: Annotated[int, Meta(ge=0)] | None = None
 

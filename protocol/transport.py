@@ -1,7 +1,8 @@
 """A small adapter over gmqtt: connect, subscribe, publish and an async stream of messages.
 
 The server, the SDK and the bots all reach the broker through it, so the MQTT client library
-is one choice in one place. It speaks MQTT 3.1.1 (the embedded broker knows no other),
+is one choice in one place. It speaks MQTT 3.1.1 (the embedded broker knows no other), or MQTT 5
+when asked (the server on an external broker, to see the retain flag of live messages),
 reconnects with backoff by itself, and subscribes again after every reconnection (sessions
 are clean). asyncio sets TCP_NODELAY on its TCP sockets, so a small message leaves at once;
 what is published during one pass of the event loop leaves in one write.
@@ -19,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import gmqtt
-from gmqtt.mqtt.constants import MQTTv311
+from gmqtt.mqtt.constants import MQTTv50, MQTTv311
 
 __all__ = ["BrokerAddress", "Message", "Transport", "TransportError", "parse_broker_url"]
 
@@ -77,8 +78,14 @@ class _Coalescing:
         self._loop = asyncio.get_running_loop()
         self._spacing = spacing
         self._last = -spacing
+        self._immediate = False
 
     def write(self, data: bytes) -> None:
+        if self._immediate:
+            self._flush()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+            return
         if not self._pending:
             wait = self._last + self._spacing - self._loop.time()
             if wait > 0:
@@ -86,6 +93,13 @@ class _Coalescing:
             else:
                 self._loop.call_soon(self._flush)
         self._pending.append(data)
+
+    def flush(self) -> None:
+        """Send what is waiting now, and every later write at once (before a close: what is
+        still waiting when the socket closes is lost, a DISCONNECT with it)."""
+        self._spacing = 0.0
+        self._immediate = True
+        self._flush()
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
@@ -112,8 +126,13 @@ class Transport:
         queue_size: int = 0,
         tap: Callable[[Message], None] | None = None,
         write_spacing: float = 0.0,
+        mqtt5: bool = False,
     ) -> None:
         self.username = username
+        self.mqtt5 = mqtt5
+        """Speak MQTT 5 and subscribe with "retain as published", so that ``Message.retain``
+        also marks a live message its sender retained (MQTT 3.1.1 clears the flag on live
+        delivery: only a replay to a new subscriber has it)."""
         self.write_spacing = write_spacing
         """Least seconds between two socket writes (what is published meanwhile waits)."""
         self.client_id = client_id or f"{username}-{secrets.token_hex(4)}"
@@ -149,7 +168,10 @@ class Transport:
         """
         try:
             await self._client.connect(
-                address.host, address.port, keepalive=keepalive, version=MQTTv311
+                address.host,
+                address.port,
+                keepalive=keepalive,
+                version=MQTTv50 if self.mqtt5 else MQTTv311,
             )
         except (TimeoutError, OSError) as error:
             raise TransportError(f"cannot reach the broker at {address.url}: {error}") from None
@@ -157,7 +179,16 @@ class Transport:
             raise TransportError(f"the broker at {address.url} refused us: {error}") from None
 
     async def close(self) -> None:
-        """Disconnect cleanly (no will message is sent)."""
+        """Disconnect cleanly (no will message is sent).
+
+        What was published before is written first, then the DISCONNECT: gmqtt closes the
+        socket right after queueing the DISCONNECT, and the broker, seeing the connection drop
+        without one, would publish the will (the server's: a second, wrong, retained status).
+        """
+        protocol: Any = getattr(getattr(self._client, "_connection", None), "_protocol", None)
+        socket = getattr(protocol, "_transport", None)
+        if isinstance(socket, _Coalescing):
+            socket.flush()
         with contextlib.suppress(Exception):
             await self._client.disconnect()
 
@@ -185,7 +216,10 @@ class Transport:
         for topic in fresh:
             self._subscriptions[topic] = qos
         if fresh and self.connected.is_set():
-            self._client.subscribe([gmqtt.Subscription(topic, qos=qos) for topic in fresh])
+            self._client.subscribe([self._subscription(topic, qos) for topic in fresh])
+
+    def _subscription(self, topic: str, qos: int) -> gmqtt.Subscription:
+        return gmqtt.Subscription(topic, qos=qos, retain_as_published=self.mqtt5)
 
     def unsubscribe(self, *topics: str) -> None:
         """Stop receiving ``topics``."""
@@ -234,7 +268,7 @@ class Transport:
             for topic, qos in self._subscriptions.items():
                 by_qos.setdefault(qos, []).append(topic)
             for qos, topics in by_qos.items():
-                client.subscribe([gmqtt.Subscription(topic, qos=qos) for topic in topics])
+                client.subscribe([self._subscription(topic, qos) for topic in topics])
         self.lost.clear()
         self.connected.set()
 

@@ -15,7 +15,7 @@ from server.net.serve import ServeConfig, serve
 
 __all__ = ["add_commands"]
 
-_DEFAULT_ACCOUNTS = "deploy/mosquitto/passwd"
+_DEFAULT_ACCOUNTS = "deploy/mosquitto/passwords"
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -20,9 +20,11 @@ Where amqtt bypasses its plugins we close the gap in a ``Broker`` subclass:
 
 - retained messages are sent to a new subscriber without a RECEIVE check, and on every CONNECT
   amqtt replays the retained messages of *every* subscription in the broker, whoever holds it;
-  so only messages on public topics are ever retained (a retained PUBLISH or will on any other
-  topic is delivered but not kept), and the replay on CONNECT is limited to the subscriptions
-  the connecting session holds;
+  so only messages on public topics are ever retained (a retained will on any other topic is
+  delivered but not kept; a retained PUBLISH on any other topic, a command, is dropped: amqtt
+  would deliver it live without the retain flag, and the server, which ignores retained
+  commands, could not tell it from a new one), and the replay on CONNECT is limited to the
+  subscriptions the connecting session holds;
 - a persistent session (clean session off) is not bound to a username: reconnecting with
   someone else's client id and another name is refused, so no queued private message changes
   hands.
@@ -242,6 +244,25 @@ class _RaminoBroker(Broker):  # type: ignore[misc]
         if topic_name is None or not self._ramino_policy.may_retain(topic_name):
             return
         await super().retain_message(source_session, topic_name, data, qos)
+
+    async def _handle_message_delivery(
+        self, client_session: Session, handler: Any, wait_deliver: Any
+    ) -> bool:
+        message = wait_deliver.result()
+        packet = getattr(message, "publish_packet", None)
+        topic = getattr(message, "topic", None)
+        if (
+            packet is not None
+            and packet.retain_flag
+            and topic
+            and not self._ramino_policy.may_retain(topic)
+        ):
+            # A retained command is an old message for whoever subscribes later, so it is never
+            # run: amqtt delivers it live without the flag, where the server could not tell it
+            # from a new one, so it is dropped here.
+            return True
+        result: bool = await super()._handle_message_delivery(client_session, handler, wait_deliver)
+        return result
 
     async def _publish_retained_messages_for_subscription(
         self, subscription: tuple[str, int], session: Session

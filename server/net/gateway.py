@@ -37,6 +37,7 @@ from protocol.errors import CodedError
 from protocol.game import COMMAND_TYPES as GAME_COMMANDS
 from protocol.game import Command as GameCommand
 from protocol.messages import (
+    MAX_ID,
     PROTOCOL_VERSION,
     ChatLine,
     ChatSay,
@@ -93,12 +94,22 @@ SERVER_NAME = "ramino/0.1"
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Per-client limits."""
+    """Per-client limits.
+
+    A client that only answers what the server sends is never refused: every ``Update`` sent
+    to a client gives it back ``update_credit`` commands (up to ``burst``), so play goes as fast
+    as the server moves. ``rate`` and ``burst`` bound what no update prompts: lobby commands, a
+    resync per table after a reconnection, a whole turn sent without waiting for its updates
+    (docs/operations.md, "Sizing the rate limit").
+    """
 
     rate: float = 50.0
     """Commands per second a client may send, on average."""
     burst: int = 100
     """Commands a client may send at once."""
+    update_credit: float = 2.0
+    """Commands given back for each ``Update`` sent to the client: one to answer it, one for a
+    resync (a command refused as stale because another update was on its way)."""
     chat_rate: float = 1.0
     chat_burst: int = 5
     max_payload: int = 16 * 1024
@@ -112,6 +123,12 @@ class RateLimiter:
     burst: int
     now: Callable[[], float] = time.monotonic
     _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def credit(self, key: str, tokens: float) -> None:
+        """Give ``key`` back ``tokens`` (its bucket still holds at most ``burst``)."""
+        level = self._buckets.get(key)
+        if level is not None:
+            self._buckets[key] = (min(float(self.burst), level[0] + tokens), level[1])
 
     def allow(self, key: str) -> bool:
         """Take one token from ``key``'s bucket; ``False`` when it is empty."""
@@ -165,6 +182,7 @@ class Gateway:
         self._cooling: dict[str, tuple[TableState, float] | None] = {}
         """Tables whose snapshot was published less than ``SNAPSHOT_SECONDS`` ago, with the
         state to publish when the pause is over."""
+        self._settled: dict[str, asyncio.Event] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._started_at = self.clock.now()
         self.handled = 0
@@ -502,7 +520,17 @@ class Gateway:
         """The snapshot pause of ``table_id`` is over: publish what changed meanwhile."""
         latest = self._cooling.pop(table_id, None)
         if latest is not None:
-            self._publish_public(*latest)
+            self._publish_public(*latest)  # starts another pause
+        if table_id not in self._cooling:
+            settled = self._settled.pop(table_id, None)
+            if settled is not None:
+                settled.set()
+
+    async def settled(self, table_id: str) -> None:
+        """Return once no republish of ``table_id``'s snapshot is pending, so that the
+        retained snapshot and listing are its latest state (tests and tools)."""
+        while table_id in self._cooling:
+            await self._settled.setdefault(table_id, asyncio.Event()).wait()
 
     async def publish(
         self, before: TableState, seq: int, record: Record, after: TableState
@@ -548,6 +576,8 @@ class Gateway:
                 status=table.status,
             )
             self.transport.publish(topics.inbox(player), encode(update), qos=1)
+            # What the client sends in answer is paid for: answering is never refused.
+            self._limiter.credit(player, self.limits.update_credit)
         stream = TableEvents(table.table_id, batch.public)
         self.transport.publish(topics.table_events(table.table_id), encode(stream), qos=0)
         self._publish_public(table, deadline)
@@ -561,9 +591,11 @@ class Gateway:
             self._cooling[table.table_id] = (table, deadline)
             return
         self._publish_snapshot(table, deadline, listing)
+        # Published now, so nothing older is left to publish when the pause is over (an older
+        # state kept here was republished after a table's last change and left it stale).
         if table.table_id not in self._cooling:
-            self._cooling[table.table_id] = None
             asyncio.get_running_loop().call_later(SNAPSHOT_SECONDS, self._cooled, table.table_id)
+        self._cooling[table.table_id] = None
         if changed:
             self._listings[table.table_id] = listing
             _events.info(
@@ -665,7 +697,11 @@ _ID_ONLY = msgspec.msgpack.Decoder(dict[str, Any])
 
 
 def _guess_id(payload: bytes) -> str:
-    """The ``id`` of a request that failed to decode, when it can be read (else ``""``)."""
+    """The ``id`` of a request that failed to decode, when it can be read (else ``""``).
+
+    An id over ``MAX_ID`` characters is echoed cut to its first ``MAX_ID``: the client can still
+    match the refusal to its request (``""`` is kept for ids that cannot be read at all).
+    """
     if len(payload) > 64 * 1024:
         return ""
     try:
@@ -673,4 +709,4 @@ def _guess_id(payload: bytes) -> str:
     except msgspec.DecodeError:
         return ""
     value = raw.get("id")
-    return value if isinstance(value, str) and len(value) <= 64 else ""
+    return value[:MAX_ID] if isinstance(value, str) else ""

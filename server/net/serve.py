@@ -54,6 +54,10 @@ class ServeConfig:
     grace_seconds: float = 30.0
     claim_seconds: float = 10.0
     limits: Limits = field(default_factory=Limits)
+    mqtt5: bool | None = None
+    """Whether the server's connection speaks MQTT 5 (``None``: on an external broker only). It
+    needs MQTT 5 to tell a retained command from a new one on an external broker; the embedded
+    broker (MQTT 3.1.1) drops retained commands itself."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> ServeConfig:
@@ -128,6 +132,7 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             will=(topics.server_status(), offline),
             will_retain=True,
             write_spacing=WRITE_SPACING,
+            mqtt5=config.broker != "embedded" if config.mqtt5 is None else config.mqtt5,
         )
         await transport.connect(address)
         stack.push_async_callback(transport.close)

@@ -306,6 +306,7 @@ async def serving(
         server_password=broker.server_password,
         grace_seconds=grace_seconds,
         limits=limits or Limits(rate=10_000, burst=10_000),
+        mqtt5=broker.kind == "mosquitto",  # the embedded broker speaks MQTT 3.1.1 only
     )
     async with running(config, clock=clock) as server:
         yield server

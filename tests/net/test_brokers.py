@@ -277,7 +277,7 @@ async def test_embedded_broker_does_not_retain_private_messages(
     embedded_broker: BrokerUnderTest,
 ) -> None:
     """amqtt sends retained messages without asking the ACL, so only public ones are kept: a
-    retained command or inbox message is delivered once and then forgotten."""
+    retained command or inbox message is dropped, never kept."""
     broker = embedded_broker
     async with connected(broker, SERVER_USER) as server:
         await server.publish(topics.inbox("alice"), b"private", qos=1, retain=True)
