@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import secrets
 import socket
+import struct
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -128,6 +129,8 @@ class Peer:
     port: int
     client: aiomqtt.Client | None = None
     received: list[Received] = field(default_factory=list)
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the connection is gone and every message that came before it is read."""
     _arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -178,11 +181,17 @@ class Peer:
                 self.client = None
 
     async def _read(self, client: aiomqtt.Client) -> None:
-        async for message in client.messages:
-            payload = message.payload
-            raw = bytes(payload) if isinstance(payload, bytes | bytearray) else b""
-            self.received.append(Received(str(message.topic), raw, decode(raw), message.retain))
-            self._arrived.set()
+        try:
+            async for message in client.messages:
+                payload = message.payload
+                raw = bytes(payload) if isinstance(payload, bytes | bytearray) else b""
+                self.received.append(Received(str(message.topic), raw, decode(raw), message.retain))
+                self._arrived.set()
+        except aiomqtt.MqttError:
+            # The broker went away (a test that stops the server): what arrived is kept.
+            pass
+        finally:
+            self.closed.set()
 
     def _live(self) -> aiomqtt.Client:
         if self.client is None:
@@ -329,3 +338,47 @@ async def peers(
             for account in accounts
         ]
         yield connected
+
+
+def connect_packet(name: str, password: str, will: tuple[str, bytes]) -> bytes:
+    """An MQTT 3.1.1 CONNECT (clean session, keep-alive 60 s) with a QoS 1 will."""
+
+    def text(value: bytes) -> bytes:
+        return struct.pack("!H", len(value)) + value
+
+    flags = 0x80 | 0x40 | 0x08 | 0x04 | 0x02  # username, password, will QoS 1, will, clean
+    payload = text(f"{name}-{secrets.token_hex(4)}".encode())
+    payload += text(will[0].encode()) + text(will[1])
+    payload += text(name.encode()) + text(password.encode())
+    body = text(b"MQTT") + bytes((4, flags)) + struct.pack("!H", 60) + payload
+    length = bytearray()
+    remaining = len(body)
+    while True:
+        digit, remaining = remaining % 128, remaining // 128
+        length.append(digit | (0x80 if remaining else 0))
+        if not remaining:
+            return bytes((0x10,)) + bytes(length) + body
+
+
+async def vanish(host: str, port: int, account: Account) -> None:
+    """Open a second connection of ``account`` whose will is `Presence{online: false}`, then
+    drop it without a DISCONNECT, as a crashed client or a lost network does (§2: the broker
+    then publishes the will).
+
+    Raises:
+        ConnectionError: the broker refused the connection.
+    """
+    async with asyncio.timeout(WAIT):
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            writer.write(
+                connect_packet(
+                    account.name, account.password, (presence_topic(account.name), OFFLINE)
+                )
+            )
+            await writer.drain()
+            connack = await reader.readexactly(4)
+            if connack[3] != 0:
+                raise ConnectionError(f"CONNACK {connack[3]} for {account.name!r}")
+        finally:
+            writer.transport.abort()
