@@ -123,7 +123,9 @@ async def test_oversized_fields_are_invalid(
 async def test_chat_text_sizes_are_checked(alice: Peer) -> None:
     """Chat text is 1-500 characters: empty and 501 characters are `protocol/invalid`."""
     table = await alice.create("knock", seats=2)
-    assert (await alice.table(table, {"type": "chat", "text": "t" * 500}))["ok"]
+    longest = await alice.table(table, {"type": "chat", "text": "t" * 500})
+    # Valid, so accepted (or refused only by the chat rate, when the account chatted just now).
+    assert longest["ok"] or "limit/chat_rate" == longest["code"]
     for text in ("", "t" * 501):
         reply = await alice.table(table, {"type": "chat", "text": text})
         assert "protocol/invalid" == reply["code"]

@@ -89,9 +89,11 @@ async def test_after_the_will_the_server_plays_for_the_absent_seat(
             message.topic == inbox
             and message.kind == "update"
             and message.data is not None
+            and message.data["table"] == table
             and any(
                 logged["event"]["type"] in ("discarded", "knocked")
                 and logged["event"]["seat"] == seat
+                and logged["seq"] > seq
                 for logged in message.data["events"]
             )
         )
