@@ -247,3 +247,21 @@ async def test_a_command_topic_of_an_unknown_table_gets_table_unknown(alice: Pee
     """§8: `table/unknown` for a game command too."""
     reply = await alice.send(command_topic("zz" + fresh_id(), alice.name), {"type": "draw_stock"})
     assert "table/unknown" == reply["code"]
+
+
+async def test_refusals_of_draws_and_knocks(alice: Peer, bob: Peer) -> None:
+    """§14: `pass` with stock left is `rules/cannot_pass`; a deep draw where deep draws are
+    not played is `rules/too_deep`; `knock` in a preset without knocking is
+    `rules/no_knocking`."""
+    table = await started(alice, bob, "basic")
+    seq = int((await alice.table(table, {"type": "resync"}))["result"]["seq"])
+    mover, _, update = await to_move([alice, bob], table, seq)
+    assert "rules/cannot_pass" == (await mover.table(table, {"type": "pass"}, seq=seq))["code"]
+    deep = {"type": "take_discard", "count": 2}
+    assert "rules/too_deep" == (await mover.table(table, deep, seq=seq))["code"]
+    drew = await mover.table(table, {"type": "draw_stock"}, seq=seq)
+    assert drew["ok"], drew
+    hand = (await mover.table(table, {"type": "resync"}))["result"]["view"]["hand"]
+    knock = {"type": "knock", "card": hand[0], "melds": []}
+    assert "rules/no_knocking" == (await mover.table(table, knock, seq=drew["seq"]))["code"]
+    del update

@@ -70,8 +70,26 @@ async def test_timeouts_forfeit_a_seat(alice: Peer, bob: Peer) -> None:
     assert found.data["legal"] == []
     reply = await mover.table(table, {"type": "draw_stock"})
     assert reply["code"] in ("table/forfeited", "rules/game_over")
-    if reply["code"] == "table/forfeited":
-        assert reply["ok"] is False
+    assert reply["ok"] is False
+    # With both seats forfeited the server plays the one deal to its end.
+    ended = await mover.wait_for(
+        lambda message: (
+            message.kind == "update"
+            and message.data is not None
+            and message.data["table"] == table
+            and any(logged["event"]["type"] == "game_ended" for logged in message.data["events"])
+        ),
+        within=WAIT,
+    )
+    assert ended.data is not None
+    # §14 does not say which of the two a forfeited seat hears once the game is over.
+    after_end = await mover.table(table, {"type": "draw_stock"})
+    assert after_end["code"] in ("rules/game_over", "table/forfeited")
+    assert "table/game_over" == (await mover.table(table, {"type": "start"}))["code"]
+    rematch = await mover.table(table, {"type": "rematch"})
+    assert rematch["ok"], rematch
+    game_started = next(logged["event"] for logged in rematch["events"])
+    assert ("game_started", 2) == (game_started["type"], game_started["game"])
 
 
 async def test_a_seat_that_moves_again_is_back(alice: Peer, bob: Peer) -> None:
