@@ -27,9 +27,12 @@ CARD_KEYS = frozenset(
     {"card", "cards", "order", "cuts", "hand", "pile", "taken", "stock_cards", "joker", "required"}
 )
 """Keys whose values are cards (an int or a list of ints) in events, views and commands."""
-REVEALING_EVENTS = frozenset({"hand_ended", "deck_revealed"})
-"""Events that show every card by design, once the hand is over."""
-PREFERRED = ("meld", "lay_off", "knock", "claim", "swap_joker")
+REVEALING_EVENTS = frozenset({"hand_ended", "deck_revealed", "knocked"})
+"""Events that show cards of a hand by design as it ends: the knocker's melds, every hand, the
+deck."""
+PREFERRED = ("meld", "lay_off", "claim", "swap_joker")
+"""Commands that lay cards down (so hands end); a knock is chosen now and then only, so that
+Knock Rummy hands last a few turns."""
 
 
 @dataclass
@@ -43,14 +46,19 @@ class SeatRecord:
 
 
 def choose(legal: list[Map], rng: random.Random) -> Map:
-    """A command from ``legal``: one that lays cards down when there is one, else any."""
+    """A command from ``legal``: one that lays cards down when there is one, else any (a knock
+    one time in eight)."""
     eager = [command for command in legal if command.get("type") in PREFERRED]
     passes = [command for command in legal if command.get("type") == "pass"]
+    knocks = [command for command in legal if command.get("type") == "knock"]
+    others = [command for command in legal if command.get("type") != "knock"] or knocks
+    if knocks and rng.random() < 0.125:
+        return rng.choice(knocks)
     if eager and rng.random() < 0.9:
         return rng.choice(eager)
     if passes and rng.random() < 0.5:
         return rng.choice(passes)
-    return rng.choice(legal)
+    return rng.choice(others)
 
 
 def game_over(update: Map) -> bool:

@@ -1,7 +1,7 @@
-"""A whole Rummy 500 game for three fast players and a spectator, checked against §6 and
-§9-12: one reply per command, updates numbered without gaps, `legal` commands accepted, no
-hidden card where it may not be seen, deck commitments that match, and retained state that
-equals the final state."""
+"""Whole games (Rummy 500, Knock Rummy) for three fast players and a spectator, checked
+against §6 and §9-12: one reply per command, updates numbered without gaps, `legal` commands
+accepted, no hidden card where it may not be seen, deck commitments that match, and retained
+state that equals the final state."""
 
 from __future__ import annotations
 
@@ -65,10 +65,18 @@ def _stale(message: Received, final_seq: int) -> bool:
     return False
 
 
-async def _play(deployment: Deployment) -> PlayedGame:
+GAMES = {
+    "rummy500": {"target": 250, "idle_turn_cap": 30},
+    "knock": {"deals": 2},
+}
+"""The games played: Rummy 500 (claim windows, deep draws, jokers) to 250 points, and two
+deals of Knock Rummy (melds shown only at the knock)."""
+
+
+async def _play(deployment: Deployment, variant: str) -> PlayedGame:
     accounts = deployment.take(4)
     async with peers(deployment.host, deployment.port, accounts) as (host, bob, carol, watcher):
-        table = await host.create("rummy500", seats=3, options={"target": 250, "idle_turn_cap": 30})
+        table = await host.create(variant, seats=3, options=GAMES[variant])
         for topic in (events_topic(table), state_topic(table), listing_topic(table)):
             await watcher.subscribe(topic)
         await seat_players(host, [bob, carol], table)
@@ -115,10 +123,10 @@ async def _play(deployment: Deployment) -> PlayedGame:
     return game
 
 
-@pytest.fixture(scope="module")
-def played(deployment: Deployment) -> PlayedGame:
-    """One game per deployment, played before this module's checks."""
-    return asyncio.run(_play(deployment))
+@pytest.fixture(scope="module", params=sorted(GAMES))
+def played(deployment: Deployment, request: pytest.FixtureRequest) -> PlayedGame:
+    """Each game once per deployment, played before this module's checks."""
+    return asyncio.run(_play(deployment, request.param))
 
 
 def test_every_legal_command_is_accepted(played: PlayedGame) -> None:
