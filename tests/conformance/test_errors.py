@@ -265,3 +265,27 @@ async def test_refusals_of_draws_and_knocks(alice: Peer, bob: Peer) -> None:
     knock = {"type": "knock", "card": hand[0], "melds": []}
     assert "rules/no_knocking" == (await mover.table(table, knock, seq=drew["seq"]))["code"]
     del update
+
+
+async def test_ready_between_hands(alice: Peer, bob: Peer) -> None:
+    """§8 `ready` at a table with a hand pause: after a hand of a game that goes on, each
+    player's `ready` gives `player_ready` (twice is `table/already_ready`), and once both are
+    ready the next hand is dealt."""
+    table = await started(alice, bob, "knock", hand_pause_seconds=60.0, options={"deals": 2})
+    seq = int((await alice.table(table, {"type": "resync"}))["result"]["seq"])
+    mover, other, _ = await to_move([alice, bob], table, seq)
+    drew = await mover.table(table, {"type": "draw_stock"}, seq=seq)
+    assert drew["ok"], drew
+    legal = (await mover.table(table, {"type": "resync"}))["result"]["legal"]
+    knock = next(command for command in legal if command["type"] == "knock")
+    knocked = await mover.table(table, knock, seq=drew["seq"])
+    assert knocked["ok"], knocked
+    assert "hand_ended" in [logged["event"]["type"] for logged in knocked["events"]]
+    first = await mover.table(table, {"type": "ready"})
+    assert first["ok"], first
+    assert ["player_ready"] == [logged["event"]["type"] for logged in first["events"]]
+    assert "table/already_ready" == (await mover.table(table, {"type": "ready"}))["code"]
+    second = await other.table(table, {"type": "ready"})
+    assert second["ok"], second
+    kinds = [logged["event"]["type"] for logged in second["events"]]
+    assert ["player_ready", "deck_committed", "dealt"] == kinds
