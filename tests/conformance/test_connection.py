@@ -5,16 +5,20 @@ from __future__ import annotations
 import contextlib
 
 import aiomqtt
+import pytest
 
 from tests.conformance.deployment import Deployment
 from tests.conformance.wire import (
+    OFFLINE,
     STATUS_TOPIC,
     Peer,
     command_topic,
+    connack,
     encode,
     fresh_id,
     inbox_topic,
     lobby_topic,
+    presence_topic,
 )
 
 
@@ -174,3 +178,43 @@ async def test_table_commands_for_an_unknown_table_are_refused(alice: Peer) -> N
     """§8: `table/unknown`, with the table id from the topic in the reply."""
     reply = await alice.send(command_topic("nosuchtable0", alice.name), {"type": "resync"})
     assert ("table/unknown", "nosuchtable0") == (reply["code"], reply["table"])
+
+
+async def test_the_embedded_broker_refuses_a_will_in_another_name(
+    deployment: Deployment, alice: Peer
+) -> None:
+    """§2: the embedded broker refuses a connection whose will is on a topic the client may not
+    publish on (another client's presence)."""
+    if deployment.kind != "embedded":
+        pytest.skip("a promise of the embedded broker only")
+    (account,) = deployment.take(1)
+    foreign = (presence_topic(alice.name), OFFLINE)
+    assert 0 != await connack(deployment.host, deployment.port, account, foreign)
+    own = (presence_topic(account.name), OFFLINE)
+    assert 0 == await connack(deployment.host, deployment.port, account, own)
+
+
+async def test_every_request_of_a_mixed_burst_gets_one_reply(alice: Peer) -> None:
+    """§6: exactly one reply per request, whatever its outcome, for requests sent at once."""
+    table = await alice.create("knock")
+    commands = [
+        (lobby_topic(alice.name), {"type": "hello"}),
+        (lobby_topic(alice.name), {"type": "list_variants"}),
+        (lobby_topic(alice.name), {"type": "draw_stock"}),
+        (lobby_topic(alice.name), {"type": "create_table", "variant": "no_such"}),
+        (lobby_topic(alice.name), {"type": "hello", "versions": "x"}),
+        (command_topic(table, alice.name), {"type": "resync"}),
+        (command_topic(table, alice.name), {"type": "start"}),
+        (command_topic(table, alice.name), {"type": "draw_stock"}),
+        (command_topic(table, alice.name), {"type": "sit"}),
+        (command_topic("nosuchtable1", alice.name), {"type": "join"}),
+    ] * 2
+    ids = [fresh_id() for _ in commands]
+    mark = len(alice.received)
+    for request_id, (topic, command) in zip(ids, commands):
+        await alice.publish(topic, encode({"id": request_id, "cmd": command, "seq": None}))
+    for request_id in ids:
+        await alice.reply_to(request_id, after=mark)
+    await alice.lobby({"type": "hello"})
+    answered = [reply["id"] for reply in alice.replies() if reply["id"] in ids]
+    assert sorted(ids) == sorted(answered)

@@ -87,6 +87,10 @@ async def test_chat_over_its_rate_is_refused(alice: Peer, bob: Peer) -> None:
         line.data["text"] for line in lines if line.data is not None
     ]
     assert {"chat_line"} == {line.kind for line in lines}
+    for line in lines:
+        assert line.data is not None
+        assert (table, alice.name) == (line.data["table"], line.data["sender"])
+        assert line.data["at"] > 0
     # After a round trip of bob's own, still no line more than was accepted.
     await bob.lobby({"type": "hello"})
     assert len(accepted) == len([message for message in bob.received if message.topic == topic])

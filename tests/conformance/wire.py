@@ -360,25 +360,32 @@ def connect_packet(name: str, password: str, will: tuple[str, bytes]) -> bytes:
             return bytes((0x10,)) + bytes(length) + body
 
 
+async def connack(host: str, port: int, account: Account, will: tuple[str, bytes]) -> int:
+    """The CONNACK return code a CONNECT of ``account`` with ``will`` gets (0: accepted; -1:
+    the broker closed the connection instead). An accepted connection is then dropped without
+    a DISCONNECT, as a crashed client or a lost network does (§2: the broker then publishes
+    the will)."""
+    async with asyncio.timeout(WAIT):
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            writer.write(connect_packet(account.name, account.password, will))
+            await writer.drain()
+            try:
+                answer = await reader.readexactly(4)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return -1
+            return answer[3]
+        finally:
+            writer.transport.abort()
+
+
 async def vanish(host: str, port: int, account: Account) -> None:
     """Open a second connection of ``account`` whose will is `Presence{online: false}`, then
-    drop it without a DISCONNECT, as a crashed client or a lost network does (§2: the broker
-    then publishes the will).
+    drop it without a DISCONNECT (see :func:`connack`).
 
     Raises:
         ConnectionError: the broker refused the connection.
     """
-    async with asyncio.timeout(WAIT):
-        reader, writer = await asyncio.open_connection(host, port)
-        try:
-            writer.write(
-                connect_packet(
-                    account.name, account.password, (presence_topic(account.name), OFFLINE)
-                )
-            )
-            await writer.drain()
-            connack = await reader.readexactly(4)
-            if connack[3] != 0:
-                raise ConnectionError(f"CONNACK {connack[3]} for {account.name!r}")
-        finally:
-            writer.transport.abort()
+    code = await connack(host, port, account, (presence_topic(account.name), OFFLINE))
+    if code != 0:
+        raise ConnectionError(f"CONNACK {code} for {account.name!r}")
