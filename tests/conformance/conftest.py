@@ -26,7 +26,7 @@ KINDS = ("embedded", "mosquitto")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """``--broker``, ``--user``, ``--grace-seconds``, ``--claim-seconds``."""
+    """``--broker``, ``--user``, ``--grace-seconds``."""
     group = parser.getgroup("conformance", "Ramino protocol conformance suite")
     group.addoption(
         "--broker",
@@ -48,13 +48,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=float,
         default=30.0,
         help="the deployment's disconnect grace (ramino serve --grace-seconds; default 30)",
-    )
-    group.addoption(
-        "--claim-seconds",
-        dest="conformance_claim",
-        type=float,
-        default=10.0,
-        help="the deployment's claim window (ramino serve --claim-seconds; default 10)",
     )
 
 
@@ -93,7 +86,6 @@ def _given(config: pytest.Config, url: str) -> Deployment:
         accounts=accounts,
         own=False,
         grace_seconds=float(config.getoption("conformance_grace", default=30.0)),
-        claim_seconds=float(config.getoption("conformance_claim", default=10.0)),
     )
 
 

@@ -43,8 +43,8 @@ MOSQUITTO_ACCOUNTS = 300
 class Deployment:
     """A server reachable over MQTT, and the accounts the suite may log in with.
 
-    ``own`` is true for a server this suite started (and may stop); ``grace_seconds`` and
-    ``claim_seconds`` are the server's settings as far as the suite knows them.
+    ``own`` is true for a server this suite started (and may stop); ``grace_seconds`` is the
+    server's disconnect grace as far as the suite knows it.
     """
 
     kind: str
@@ -53,7 +53,6 @@ class Deployment:
     accounts: list[Account]
     own: bool
     grace_seconds: float
-    claim_seconds: float
     _used: int = 0
 
     def take(self, count: int = 1) -> list[Account]:
@@ -233,7 +232,7 @@ def launch(kind: str, folder: Path) -> Launched:
     if kind == "embedded":
         server, port = start_server(folder, "embedded")
         return Launched(
-            Deployment(kind, HOST, port, accounts, True, GRACE_SECONDS, CLAIM_SECONDS),
+            Deployment(kind, HOST, port, accounts, True, GRACE_SECONDS),
             server,
             None,
             folder,
@@ -248,7 +247,7 @@ def launch(kind: str, folder: Path) -> Launched:
         stop(broker)
         raise
     return Launched(
-        Deployment(kind, HOST, port, accounts, True, GRACE_SECONDS, CLAIM_SECONDS),
+        Deployment(kind, HOST, port, accounts, True, GRACE_SECONDS),
         server,
         broker,
         folder,
