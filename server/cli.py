@@ -3,8 +3,9 @@
 Subcommands: ``variants`` (presets and options), ``simulate`` (random playouts with invariant
 checks) and ``demo`` (a game played by bots, printed move by move); over an event store,
 ``tables`` (every table), ``replay`` (a table's log as one viewer saw it, as text or JSON) and
-``verify-deal`` (the fairness check of each hand's deck). Exit status: 0 on success, 1 when a
-simulation finds invariant violations or a deal fails its check, 2 for bad arguments,
+``verify-deal`` (the fairness check of each hand's deck); ``loadtest`` runs a Locust load test
+scenario (loadtest/README.md). Exit status: 0 on success, 1 when a simulation finds invariant
+violations, a deal fails its check or a load test misses a threshold, 2 for bad arguments,
 variants, options, stores or replay requests (the message names the error code).
 """
 
