@@ -133,3 +133,41 @@ async def test_a_short_run_plays_whole_games_without_errors_or_leaks(
     assert summary["resyncs"] > 0, output  # the reconnect storms made players catch up
     assert checked > 1000
     assert [] == leaks
+
+
+async def test_ramino_loadtest_exits_1_when_the_p99_threshold_is_missed() -> None:
+    # A p99 of 0 ms cannot be met over a broker: the run must fail on that threshold alone.
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "server.cli",
+        "loadtest",
+        "--local",
+        "--scenario",
+        "steady",
+        "-u",
+        "4",
+        "-r",
+        "4",
+        "-t",
+        "8s",
+        "--variants",
+        "gin",
+        "--p99-ms",
+        "0",
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        async with asyncio.timeout(90):
+            raw, _ = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    output = raw.decode(errors="replace")
+    assert 1 == process.returncode, output
+    assert "(threshold 0 ms: MISSED)" in output
+    assert "error rate 0.0000% (threshold 1.00%: ok)" in output
+    assert "ramino loadtest: scenario steady: FAIL" in output
