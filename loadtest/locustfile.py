@@ -166,9 +166,18 @@ class Settings:
 
     @classmethod
     def of(cls, environment: Environment) -> Settings:
-        """The settings of ``environment``'s parsed options (defaults without them)."""
+        """The settings of ``environment``'s parsed options (defaults without them), read
+        once per set of options (a worker gets the master's at the start of a run)."""
         options = environment.parsed_options
+        cached = _settings.get(id(options))
+        if cached is not None:
+            return cached
+        settings = cls._read(options)
+        _settings[id(options)] = settings
+        return settings
 
+    @classmethod
+    def _read(cls, options: Any) -> Settings:
         def get(name: str, default: Any) -> Any:
             value = getattr(options, name, default) if options is not None else default
             return default if value is None else value
@@ -198,6 +207,7 @@ class Settings:
         )
 
 
+_settings: dict[int, Settings] = {}
 _numbers = itertools.count(1)
 _free_numbers: list[int] = []
 
@@ -261,6 +271,7 @@ class RaminoPlayer(User):
             self.environment, self.username, password, parse_broker_url(self.host), recorder
         )
         player.on_chat = self._chat_read
+        self.connecting_since = time.perf_counter()
         player.connect()
         player.request(Hello(client="ramino-loadtest"))
         return player
@@ -308,7 +319,7 @@ class RaminoPlayer(User):
             while (left := until - time.perf_counter()) > 0:
                 seen = track.next(timeout=left)
                 if seen is not None and seen.status == "playing":
-                    player.fire(KIND_LOBBY, "join -> game start", time.perf_counter() - started)
+                    self._game_started(started)
                     if self.chat_chance:
                         player.subscribe(topics.chat(table))
                     return track, seen
@@ -316,10 +327,16 @@ class RaminoPlayer(User):
             track = player.table(table)
             seen = track.drain() or track.last
             if seen is not None:
-                player.fire(KIND_LOBBY, "join -> game start", time.perf_counter() - started)
+                self._game_started(started)
                 return track, seen
         player.fire(KIND_LOBBY, "gave up waiting", time.perf_counter() - started)
         return None
+
+    def _game_started(self, lobby_since: float) -> None:
+        now = time.perf_counter()
+        self.player.fire(KIND_LOBBY, "join -> game start", now - lobby_since)
+        if self.reconnect_between_tables:
+            self.player.fire(KIND_LOBBY, "connect -> game start", now - self.connecting_since)
 
     def _waiting_tables(self, plan: TablePlan) -> list[TableListing]:
         """The waiting tables of ``plan`` opened by load players, fullest first."""

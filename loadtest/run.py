@@ -120,7 +120,8 @@ def locust_command(
     if args.html:
         command += ["--html", args.html]
     if args.processes:
-        command += ["--processes", str(args.processes)]
+        # The master and its workers talk over loopback only: no port open to the network.
+        command += ["--processes", str(args.processes), "--master-bind-host", "127.0.0.1"]
     return command + list(scenario.classes)
 
 
