@@ -74,6 +74,7 @@ from protocol.messages import (
     Start,
     TableListing,
     Tables,
+    Welcome,
 )
 from protocol.transport import parse_broker_url
 from server.engine import Rules, make_rules
@@ -273,7 +274,9 @@ class RaminoPlayer(User):
         player.on_chat = self._chat_read
         self.connecting_since = time.perf_counter()
         player.connect()
-        player.request(Hello(client="ramino-loadtest"))
+        hello = player.request(Hello(client="ramino-loadtest"))
+        if hello is not None and isinstance(hello.result, Welcome):
+            player.shards = hello.result.shards
         return player
 
     @task
@@ -511,7 +514,7 @@ class RaminoPlayer(User):
             return
         self.hostile_acts += 1
         player = self.player
-        lobby = topics.lobby_command(self.username)
+        lobby = player.lobby
         kind = self.rng.choice(HOSTILE_ACTS)
         if kind == "replay":
             # The same request id again: the first outcome, never a second move (§12).

@@ -35,7 +35,7 @@ from locust.env import Environment
 
 from loadtest.recording import Recorder
 from protocol import topics
-from protocol.codec import MalformedMessage, decode_chat, decode_inbox, encode
+from protocol.codec import MalformedMessage, decode_chat, decode_inbox, decode_status, encode
 from protocol.game import Command as GameCommand
 from protocol.game import View
 from protocol.messages import AnyCommand, Presence, Reply, Request, Resync, Synced, Update
@@ -66,7 +66,8 @@ KIND_TURN = "turn"
 KIND_LOBBY = "lobby"
 """Joining through the lobby -> the game starting, and the outcomes of the search."""
 KIND_RESYNC = "resync"
-"""A catch-up, named by its cause (``gap``, ``reconnect``, ``stale``): time until caught up."""
+"""A catch-up, named by its cause (``gap``, ``reconnect``, ``stale``, ``server restart``): the
+time until caught up."""
 KIND_GAME = "game"
 """A game finished (counted once per table, by seat 0), named by its variant: its duration."""
 KIND_CHAT = "chat"
@@ -259,6 +260,10 @@ class Player:
         """Public topics to (re)subscribe on each connection (a table's chat)."""
         self.on_chat: Callable[[str, str, float], None] | None = None
         """Called with (table, text, arrival) for each chat line read."""
+        self.shards = 1
+        """Lobby shards (``Welcome.shards``): our lobby topic is ``crc32(name) mod shards``."""
+        self.server_started = 0.0
+        """``started_at`` of the server's retained status: a new one means a restart."""
         self._pending: dict[str, _Pending] = {}
         self._connected = Event()
         self._connections = 0
@@ -363,7 +368,8 @@ class Player:
         if rc != 0:
             return
         self._connections += 1
-        client.subscribe([(self.inbox, 0), *((topic, 0) for topic in self.extra_topics)])
+        wanted = [self.inbox, topics.server_status(), *self.extra_topics]
+        client.subscribe([(topic, 0) for topic in wanted])
         client.publish(topics.presence(self.username), encode(Presence(online=True)), qos=1)
         self._connected.set()
         if self._connections > 1:
@@ -398,12 +404,32 @@ class Player:
                     pending.result.set(inbox)
             else:
                 self.table(inbox.table).receive(inbox, received)
+        elif topic == topics.server_status():
+            self._server_status(payload, received)
         elif topic.endswith("/chat") and self.on_chat is not None:
             try:
                 line = decode_chat(payload)
             except MalformedMessage:
                 return
             self.on_chat(line.table, line.text, received)
+
+    def _server_status(self, payload: bytes, received: float) -> None:
+        """A server that restarted may not have sent every update: resync every table."""
+        try:
+            status = decode_status(payload)
+        except MalformedMessage:
+            return
+        if not status.online:
+            return
+        if self.server_started and status.started_at != self.server_started:
+            for track in self.tables.values():
+                track.need_resync("server restart", received)
+        self.server_started = status.started_at
+
+    @property
+    def lobby(self) -> str:
+        """Our lobby command topic."""
+        return topics.lobby_command(self.username, topics.shard_of(self.username, self.shards))
 
     # Requests --------------------------------------------------------------------------------
 
@@ -448,10 +474,7 @@ class Player:
         """
         name = command_name(command)
         request = Request(id=request_id or secrets.token_hex(8), cmd=command, seq=seq)
-        if table:
-            topic = topics.table_command(table, self.username)
-        else:
-            topic = topics.lobby_command(self.username)
+        topic = topics.table_command(table, self.username) if table else self.lobby
         payload = encode(request)
         started = time.perf_counter()
         reply: Reply | None = None

@@ -251,7 +251,9 @@ def run_command(args: argparse.Namespace) -> int:
                 ]
             else:
                 serve = ["--port", str(_free_port())]
-            host = stack.enter_context(_server([*serve, *store]))
+            # The server's info lines (one per table change) would drown Locust's report.
+            quiet = ["--log-level", "warning"]
+            host = stack.enter_context(_server([*serve, *store, *quiet]))
             print(f"ramino loadtest: local server on {host}", flush=True)
         elif args.host:
             host = args.host
