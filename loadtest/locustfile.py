@@ -316,6 +316,7 @@ class RaminoPlayer(User):
             else:
                 table = self._sit_or_create(plan, waiting)
             if not table:
+                gevent.sleep(self.rng.uniform(0.2, 0.5))  # lost a race or was refused: retry
                 continue
             track = player.table(table)
             until = time.perf_counter() + self.rng.uniform(1.0, 2.0)
