@@ -3,8 +3,9 @@
 Subcommands: ``variants`` (presets and options), ``simulate`` (random playouts with invariant
 checks) and ``demo`` (a game played by bots, printed move by move); over an event store,
 ``tables`` (every table), ``replay`` (a table's log as one viewer saw it, as text or JSON) and
-``verify-deal`` (the fairness check of each hand's deck). Exit status: 0 on success, 1 when a
-simulation finds invariant violations or a deal fails its check, 2 for bad arguments,
+``verify-deal`` (the fairness check of each hand's deck); ``loadtest`` runs a Locust load test
+scenario (loadtest/README.md). Exit status: 0 on success, 1 when a simulation finds invariant
+violations, a deal fails its check or a load test misses a threshold, 2 for bad arguments,
 variants, options, stores or replay requests (the message names the error code).
 """
 
@@ -226,6 +227,45 @@ def _command_tables(args: argparse.Namespace) -> int:
     return 0
 
 
+def _command_loadtest(args: argparse.Namespace) -> int:
+    from loadtest.run import run_command
+
+    return run_command(args)
+
+
+def _add_loadtest(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    scenarios = ("steady", "join-storm", "reconnect-storm", "chat", "hostile", "mixed")
+    loadtest = commands.add_parser(
+        "loadtest",
+        help="run a Locust load test scenario and check its thresholds (loadtest/README.md)",
+    )
+    loadtest.add_argument("--scenario", choices=scenarios, default="steady")
+    loadtest.add_argument("--host", help="the broker under test, mqtt://HOST:PORT")
+    loadtest.add_argument(
+        "--local", action="store_true", help="start a server (and broker) here to test"
+    )
+    loadtest.add_argument(
+        "--mosquitto", action="store_true", help="with --local: Mosquitto, not the embedded one"
+    )
+    loadtest.add_argument("-u", "--users", type=int, default=0, help="players (scenario's)")
+    loadtest.add_argument("-r", "--spawn-rate", type=float, default=0.0, help="players a second")
+    loadtest.add_argument("-t", "--run-time", default="", help="e.g. 90s, 5m (scenario's)")
+    loadtest.add_argument("--processes", type=int, default=0, help="Locust worker processes")
+    loadtest.add_argument("--password", default="", help="password of the load players")
+    loadtest.add_argument("--policy", default="greedy", choices=("random", "greedy"))
+    loadtest.add_argument("--games", type=int, default=2, help="games per table")
+    loadtest.add_argument("--variants", default="", help="only these variants, comma-separated")
+    loadtest.add_argument("--csv", default="", metavar="PREFIX", help="Locust's CSV files")
+    loadtest.add_argument("--html", default="", metavar="FILE", help="Locust's HTML report")
+    loadtest.add_argument(
+        "--p99-ms", type=float, default=1000.0, help="threshold: p99 of command -> reply"
+    )
+    loadtest.add_argument(
+        "--max-error-rate", type=float, default=0.01, help="threshold: failed requests share"
+    )
+    loadtest.set_defaults(handler=_command_loadtest)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ramino`` command."""
     parser = argparse.ArgumentParser(
@@ -237,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_net_commands(commands)
     add_bot_commands(commands)
+    _add_loadtest(commands)
 
     variants = commands.add_parser("variants", help="list every preset with its options")
     variants.add_argument("--json", action="store_true", help="machine-readable output")

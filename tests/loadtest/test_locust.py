@@ -1,0 +1,173 @@
+"""A short headless Locust run of loadtest/locustfile.py against ``ramino serve`` on Mosquitto.
+
+Locust runs in a subprocess (it patches the standard library with gevent as it is imported);
+the server runs in this test's event loop, so that its event store is the truth every message
+the load players received is checked against: whole games finished, no unexpected error, and
+no card of another seat (or of the stock) in any message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from loadtest.recording import read_recording
+from protocol.transport import Message
+from server.net.accounts import random_password
+from server.net.gateway import Limits
+from tests.net.conftest import MosquittoBroker, serving
+from tests.net.players import Inbox, Truth, card_leaks, states_by_seq
+
+ROOT = Path(__file__).resolve().parents[2]
+USERS = 24
+RUN_SECONDS = 18
+PREFIX = "ci"
+
+
+def _by_table_and_seat(
+    name: str, messages: list[tuple[str, bytes]]
+) -> dict[tuple[str, int], Inbox]:
+    """The messages of one player, split by the table they are about and the seat it held
+    there when each arrived (from the updates and resyncs it got)."""
+    seats: dict[str, int] = {}
+    parts: dict[tuple[str, int], Inbox] = defaultdict(lambda: Inbox(name))
+    for topic, payload in messages:
+        decoded = msgspec.msgpack.decode(payload) if payload else None
+        if not isinstance(decoded, dict):
+            continue
+        table = decoded.get("table", "")
+        if decoded.get("type") == "update":
+            seats[table] = int(decoded["seat"])
+        result = decoded.get("result")
+        if isinstance(result, dict) and result.get("type") == "synced":
+            seats[table] = int(result["seat"])
+        if isinstance(table, str) and table:
+            parts[(table, seats.get(table, -1))].messages.append(Message(topic, payload))
+    return parts
+
+
+async def _run_locust(arguments: list[str]) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "locust",
+        *arguments,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        async with asyncio.timeout(RUN_SECONDS + 60):
+            output, _ = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode is not None
+    return process.returncode, output.decode(errors="replace")
+
+
+async def test_a_short_run_plays_whole_games_without_errors_or_leaks(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    password = random_password()
+    for number in range(1, USERS + 1):
+        await mosquitto.add_user(f"{PREFIX}0-{number}", password)
+    record, summary_file = tmp_path / "received", tmp_path / "summary.json"
+    async with serving(mosquitto, tmp_path, limits=Limits()) as server:
+        status, output = await _run_locust(
+            [
+                "-f",
+                str(ROOT / "loadtest" / "locustfile.py"),
+                "--headless",
+                "--only-summary",
+                "-u",
+                str(USERS),
+                "-r",
+                str(USERS),
+                "-t",
+                f"{RUN_SECONDS}s",
+                "--stop-timeout",
+                "3",
+                "--host",
+                mosquitto.url,
+                "--ramino-prefix",
+                PREFIX,
+                "--ramino-password",
+                password,
+                "--ramino-variants",
+                "basic,gin,knock",
+                "--ramino-drop-every",
+                "6",
+                "--ramino-record",
+                str(record),
+                "--ramino-summary",
+                str(summary_file),
+                "SteadyPlayer",
+                "ReconnectPlayer",
+                "ChatPlayer",
+                "HostilePlayer",
+            ]
+        )
+        summary: dict[str, Any] = json.loads(summary_file.read_text())
+        truths: dict[str, dict[int, Truth]] = {}
+        leaks: list[str] = []
+        checked = 0
+        for path in sorted(record.glob("*.msgpack")):
+            parts = _by_table_and_seat(path.stem, read_recording(path))
+            for (table, seat), inbox in parts.items():
+                if table not in truths:
+                    truths[table] = await states_by_seq(server.store, table)
+                leaks += card_leaks(inbox, seat if seat >= 0 else None, truths[table], table)
+                checked += len(inbox.messages)
+    assert 0 == status, output
+    assert summary["games_finished"] > 0, output
+    assert 0 == summary["failures"], (summary["errors_by_code"], output)
+    assert summary["passed"], output
+    assert summary["resyncs"] > 0, output  # the reconnect storms made players catch up
+    assert checked > 1000
+    assert [] == leaks
+
+
+async def test_ramino_loadtest_exits_1_when_the_p99_threshold_is_missed() -> None:
+    # A p99 of 0 ms cannot be met over a broker: the run must fail on that threshold alone.
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "server.cli",
+        "loadtest",
+        "--local",
+        "--scenario",
+        "steady",
+        "-u",
+        "4",
+        "-r",
+        "4",
+        "-t",
+        "8s",
+        "--variants",
+        "gin",
+        "--p99-ms",
+        "0",
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        async with asyncio.timeout(90):
+            raw, _ = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    output = raw.decode(errors="replace")
+    assert 1 == process.returncode, output
+    assert "(threshold 0 ms: MISSED)" in output
+    assert "error rate 0.0000% (threshold 1.00%: ok)" in output
+    assert "ramino loadtest: scenario steady: FAIL" in output
