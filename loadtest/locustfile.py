@@ -371,7 +371,7 @@ class RaminoPlayer(User):
                 return listing.table
             player.tables.pop(listing.table, None)
         created = player.request(
-            CreateTable(variant=plan.variant, options=plan.options, seats=plan.seats)
+            CreateTable(variant=plan.variant, options=dict(plan.options), seats=plan.seats)
         )
         if created is None or not isinstance(created.result, Created):
             return ""

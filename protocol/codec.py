@@ -59,6 +59,9 @@ def encode(message: Any) -> bytes:
     return _encoder.encode(message)
 
 
+_untyped: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder()
+
+
 class _Decoder:
     def __init__(self, kind: type[T] | Any, limit: int | None) -> None:
         self._decoder: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(kind)
@@ -73,6 +76,12 @@ class _Decoder:
         try:
             return self._decoder.decode(payload)
         except msgspec.ValidationError as error:
+            # The typed decoder stops at the first wrong type, before it has read the whole
+            # payload: bytes that are not msgpack at all must still be called malformed.
+            try:
+                _untyped.decode(payload)
+            except msgspec.DecodeError as undecodable:
+                raise MalformedMessage(f"not msgpack: {undecodable}") from None
             raise MalformedMessage(f"invalid message: {error}", "protocol/invalid") from None
         except msgspec.DecodeError as error:
             raise MalformedMessage(f"not msgpack: {error}") from None
