@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import getpass
 import json
 import os
 import queue
@@ -155,7 +154,7 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
 def _mosquitto(folder: Path, names: Sequence[str], password: str) -> Iterator[tuple[int, str]]:
     """Mosquitto with deploy/mosquitto's config on a free port, the server account and
     ``names`` (all with ``password``); yields its port and the server's password."""
-    from server.net.accounts import Accounts, random_password
+    from server.net.accounts import Accounts, local_mosquitto_config, random_password
     from server.net.embedded import SERVER_USER
 
     binary = shutil.which("mosquitto")
@@ -169,20 +168,11 @@ def _mosquitto(folder: Path, names: Sequence[str], password: str) -> Iterator[tu
     accounts.save(folder / "passwords")
     shutil.copyfile(DEPLOY / "acl", folder / "acl")
     port = _free_port()
-    lines = []
-    for line in (DEPLOY / "mosquitto.conf").read_text().splitlines():
-        key = line.split(" ", 1)[0]
-        if key == "listener":
-            line = f"listener {port} 127.0.0.1"
-        elif key == "password_file":
-            line = f"password_file {folder / 'passwords'}"
-        elif key == "acl_file":
-            line = f"acl_file {folder / 'acl'}"
-        elif key == "user":
-            continue  # run as whoever we are: the files are ours
-        lines.append(line)
-    lines.append(f"user {getpass.getuser()}")
-    (folder / "mosquitto.conf").write_text("\n".join(lines) + "\n")
+    (folder / "mosquitto.conf").write_text(
+        local_mosquitto_config(
+            DEPLOY / "mosquitto.conf", port, "127.0.0.1", folder / "passwords", folder / "acl"
+        )
+    )
     with (folder / "mosquitto.log").open("ab") as log:
         process = subprocess.Popen(
             [binary, "-c", str(folder / "mosquitto.conf")], stdout=log, stderr=subprocess.STDOUT

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import getpass
 import hashlib
 import hmac
 import os
@@ -25,7 +26,13 @@ from pathlib import Path
 
 from protocol.topics import valid_name
 
-__all__ = ["DEFAULT_ITERATIONS", "Accounts", "AccountsError", "random_password"]
+__all__ = [
+    "DEFAULT_ITERATIONS",
+    "Accounts",
+    "AccountsError",
+    "local_mosquitto_config",
+    "random_password",
+]
 
 DEFAULT_ITERATIONS = 101
 """PBKDF2 iterations of a new hash: ``mosquitto_passwd``'s default (Mosquitto reads the count
@@ -204,3 +211,25 @@ class Accounts:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+
+
+def local_mosquitto_config(
+    template: Path, port: int, host: str, password_file: Path, acl_file: Path
+) -> str:
+    """The Mosquitto config ``template`` (deploy/mosquitto/mosquitto.conf) for a broker of our
+    own: the listener on ``host:port``, absolute paths for the password and ACL files, and the
+    current user instead of the ``mosquitto`` user, which could not read our 0600 files."""
+    lines = []
+    for line in template.read_text().splitlines():
+        key = line.split(" ", 1)[0]
+        if key == "listener":
+            line = f"listener {port} {host}"
+        elif key == "password_file":
+            line = f"password_file {password_file}"
+        elif key == "acl_file":
+            line = f"acl_file {acl_file}"
+        elif key == "user":
+            continue
+        lines.append(line)
+    lines.append(f"user {getpass.getuser()}")
+    return "\n".join(lines) + "\n"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import getpass
 import os
 import shutil
 import signal
@@ -27,7 +26,7 @@ import pytest
 
 from protocol.client import Client
 from protocol.transport import Message
-from server.net.accounts import Accounts, random_password
+from server.net.accounts import Accounts, local_mosquitto_config, random_password
 from server.net.embedded import SERVER_USER, EmbeddedBroker
 from server.net.gateway import Limits
 from server.net.serve import Running, ServeConfig, running
@@ -172,23 +171,8 @@ def _free_port() -> int:
 
 
 def mosquitto_config(port: int, password_file: Path, acl_file: Path) -> str:
-    """deploy/mosquitto/mosquitto.conf with the listener on ``HOST:port``, absolute paths for
-    the password and ACL files, and (as root) no switch to the ``mosquitto`` user, which could
-    not read our 0600 files."""
-    lines = []
-    for line in (DEPLOY / "mosquitto.conf").read_text().splitlines():
-        key = line.split(" ", 1)[0]
-        if key == "listener":
-            line = f"listener {port} {HOST}"
-        elif key == "password_file":
-            line = f"password_file {password_file}"
-        elif key == "acl_file":
-            line = f"acl_file {acl_file}"
-        elif key == "user":
-            continue
-        lines.append(line)
-    lines.append(f"user {getpass.getuser()}")
-    return "\n".join(lines) + "\n"
+    """deploy/mosquitto/mosquitto.conf for a test broker on ``HOST:port``."""
+    return local_mosquitto_config(DEPLOY / "mosquitto.conf", port, HOST, password_file, acl_file)
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
