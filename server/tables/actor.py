@@ -200,7 +200,8 @@ class TableActor:
         self.store = store
         self.outbox = outbox
         self.clock = clock or SystemClock()
-        self.rng = rng or random.Random(secrets.randbits(128))
+        self.rng: random.Random = rng if rng is not None else secrets.SystemRandom()
+        """Chance (deals, reshuffled stocks): the OS CSPRNG unless a seeded generator is given."""
         self.snapshot_every = snapshot_every
         self.new_salt = new_salt or (lambda: secrets.token_hex(16))
         self.claim_seconds = claim_seconds
