@@ -9,6 +9,7 @@ come from deploy/mosquitto/mosquitto.conf, which the ``mosquitto`` fixture runs.
 from __future__ import annotations
 
 import asyncio
+import configparser
 import contextlib
 import logging
 import os
@@ -502,3 +503,25 @@ async def test_mosquitto_closes_connections_beyond_its_max_connections(tmp_path:
     finally:
         process.terminate()
         await process.wait()
+
+
+# systemd ----------------------------------------------------------------------------------------
+
+
+def test_the_systemd_unit_runs_ramino_serve_with_a_raised_file_limit() -> None:
+    """deploy/systemd/ramino.service: a dedicated user, secrets from an env file, a file limit
+    that holds the default connection cap and the reserve, restarted on failure."""
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.optionxform = str  # type: ignore[assignment,method-assign]
+    unit.read(DEPLOY.parent / "systemd" / "ramino.service")
+    service = unit["Service"]
+    assert service["ExecStart"].split()[0].endswith("/ramino")
+    assert service["ExecStart"].split()[1] == "serve"
+    assert service["User"] not in ("", "root")
+    assert service["EnvironmentFile"].startswith("/")
+    assert int(service["LimitNOFILE"]) >= BrokerLimits().max_connections + FILE_RESERVE
+    assert service["Restart"] == "on-failure"
+    assert unit["Install"]["WantedBy"] == "multi-user.target"
+    example = (DEPLOY.parent / "systemd" / "ramino.env.example").read_text()
+    names = {line.lstrip("#").split("=")[0] for line in example.splitlines() if "=" in line}
+    assert {f"RAMINO_{name.upper()}" for name in ("connect_timeout", "max_subscriptions")} <= names
