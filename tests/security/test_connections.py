@@ -422,6 +422,62 @@ def test_the_server_raises_its_soft_file_limit_to_the_hard_one() -> None:
     assert done.stdout.split() == [str(expected), str(expected)]
 
 
+@pytest.mark.asyncio
+async def test_ramino_serve_takes_the_limits_from_flags_and_environment(tmp_path: Path) -> None:
+    """``ramino serve`` started with a low soft file limit: it logs the raised limit, and its
+    embedded broker applies the limits of the command line and of RAMINO_CONNECT_TIMEOUT."""
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def low_file_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
+
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "server.cli",
+        "serve",
+        "--port",
+        str(free_port()),
+        "--store",
+        f"sqlite:///{tmp_path / 'events.db'}",
+        "--max-connections-per-user",
+        "1",
+        "--max-subscriptions",
+        "2",
+        "--log-format",
+        "text",
+        cwd=DEPLOY.parents[1],
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "RAMINO_CONNECT_TIMEOUT": "0.5"},
+        preexec_fn=low_file_limit,
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    try:
+        async with asyncio.timeout(30):
+            while "serving on" not in (line := (await process.stdout.readline()).decode()):
+                assert line, f"ramino serve exited before serving: {lines}"
+                lines.append(line)
+        port = int(line.split("mqtt://127.0.0.1:")[1].split(",")[0])
+        expected = hard if hard != resource.RLIM_INFINITY else 1 << 20
+        assert any(f"file limit (RLIMIT_NOFILE): {expected} open files" in x for x in lines)
+
+        first, second, idle = [await Raw.open(port) for _ in range(3)]
+        assert 0 == await first.connect("mallory", "any", client_id="mallory-1")
+        assert NOT_AUTHORISED == await second.connect("mallory", "any", client_id="mallory-2")
+        assert [0, 0, REFUSED] == await first.subscribe(
+            [topics.inbox("mallory"), topics.server_status(), topics.table_events("t")]
+        )
+        assert await idle.closed_by_peer()
+        await close_all([first, second, idle])
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        async with asyncio.timeout(30):
+            await process.communicate()
+
+
 # Mosquitto --------------------------------------------------------------------------------------
 
 DEPLOY_LIMITS = (
