@@ -171,7 +171,10 @@ def _command_run(args: argparse.Namespace) -> int:
         refit_every=args.refit_every,
     )
 
+    recorded = [0]
+
     def report(result: MatchResult) -> None:
+        recorded[0] += 1
         if args.json:
             print(json.dumps(event_json(result)), flush=True)
             return
@@ -183,7 +186,7 @@ def _command_run(args: argparse.Namespace) -> int:
         )
         print(f"{result.match_id} {result.pool}: {cells}", flush=True)
 
-    async def work(ladder: Ladder) -> int:
+    async def work(ladder: Ladder) -> None:
         runner = ProcessRunner(settings.concurrency)
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()
@@ -191,16 +194,14 @@ def _command_run(args: argparse.Namespace) -> int:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(signum, task.cancel)
         try:
-            return await ladder.run(settings, runner, report)
+            await ladder.run(settings, runner, report)
         except asyncio.CancelledError:
             print("ladder stopped; pending matches are played at the next start", file=sys.stderr)
-            return 0
         finally:
             await runner.close()
 
-    recorded = asyncio.run(_with_ladder(args.store, args.ladder, work, create=True))
-    if not args.json:
-        print(f"{recorded} results recorded", file=sys.stderr)
+    asyncio.run(_with_ladder(args.store, args.ladder, work, create=True))
+    print(f"{recorded[0]} results recorded", file=sys.stderr)
     return 0
 
 
