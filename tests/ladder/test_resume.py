@@ -35,7 +35,7 @@ KILL_AFTER = 4
 TIMEOUT = 240.0
 
 
-def _command(url: str) -> list[str]:
+def _command(url: str, matches: int = MATCHES) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -49,7 +49,7 @@ def _command(url: str) -> list[str]:
         "--pools",
         "knock-2,rummy500-3",
         "--matches",
-        str(MATCHES),
+        str(matches),
         "--concurrency",
         "2",
         "--seed",
@@ -156,3 +156,45 @@ async def test_sigkill_mid_run_resumes_without_double_or_lost_matches(
         for index, name in enumerate(result.entrants):
             last[(result.pool, name)] = (result.mu[index], result.sigma[index])
     assert {key: (r.mu, r.sigma) for key, r in fitted.items()} == last
+
+
+async def test_sigterm_stops_cleanly_and_the_next_start_finishes(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """SIGTERM stops an endless run with status 0 and says so; what it was playing stays
+    pending and a bounded run afterwards plays it, so every scheduled match gets its result."""
+    errors = tmp_path / "term.err"
+    with errors.open("wb") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            *_command(sqlite_url, matches=0),
+            cwd=ROOT,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            for _ in range(2):
+                line = await process.stdout.readline()
+                if not line:
+                    pytest.fail(f"the ladder stopped early:\n{_text(errors)}")
+            process.send_signal(signal.SIGTERM)
+            await process.stdout.read()
+            status = await process.wait()
+    finally:
+        if process.returncode is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+    assert 0 == status, _text(errors)
+    assert "ladder stopped" in _text(errors)
+    before = await _log(sqlite_url)
+    done = sum(1 for e in before if isinstance(e, MatchResult))
+    assert done >= 2
+    await _run_to_end(sqlite_url, tmp_path / "after.err")
+    after = await _log(sqlite_url)
+    scheduled = sorted(e.match_id for e in after if isinstance(e, MatchScheduled))
+    results = sorted(e.match_id for e in after if isinstance(e, MatchResult))
+    assert scheduled == results
+    assert max(MATCHES, done) == len(results)
