@@ -301,8 +301,6 @@ def _command_history(args: argparse.Namespace) -> int:
 
 
 def _command_export(args: argparse.Namespace) -> int:
-    if args.html:
-        raise LadderError("the HTML leaderboard is not there yet", "ladder/not_implemented")
     state = asyncio.run(_with_ladder(args.store, args.ladder, _state))
     text = json.dumps(export_json(state, args.ladder), indent=2)
     if args.output:
@@ -372,5 +370,4 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     export = actions.add_parser("export", help="the whole ladder as JSON")
     common(export, json_flag=False)
     export.add_argument("--output", default="", metavar="FILE", help="default: standard output")
-    export.add_argument("--html", action="store_true", help="(not there yet)")
     export.set_defaults(handler=_command_export)
