@@ -3,9 +3,10 @@
 Settings come from the command line or ``RAMINO_*`` environment variables (the command line
 wins): the broker (``embedded``, the default, runs an amqtt broker in this process; or
 ``mqtt://HOST:PORT``), the store URL, the server account's name and password, the accounts
-file of the embedded broker (none: guests), timers and limits, and the embedded broker's
-connection limits (:class:`~server.net.broker_limits.BrokerLimits`). At start the process raises
-its soft file limit to the hard one.
+file of the embedded broker (none: guests), timers and limits, the embedded broker's
+connection limits (:class:`~server.net.broker_limits.BrokerLimits`), and where to serve
+Prometheus metrics (``--metrics HOST:PORT``, ``server.net.metrics``; none by default). At start
+the process raises its soft file limit to the hard one.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from server.net.accounts import Accounts
 from server.net.broker_limits import BrokerLimits, raise_file_limit
 from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
+from server.net.metrics import Metrics, parse_listen, serve_metrics
 from server.tables.service import TableService
 from server.tables.store import EventStore, open_store
 from server.tables.timers import Clock, SystemClock
@@ -72,6 +74,8 @@ class ServeConfig:
     """Whether the server's connection speaks MQTT 5 (``None``: on an external broker only). It
     needs MQTT 5 to tell a retained command from a new one on an external broker; the embedded
     broker (MQTT 3.1.1) drops retained commands itself."""
+    metrics: str = ""
+    """``HOST:PORT`` to serve Prometheus metrics on (``/metrics``); "": none."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> ServeConfig:
@@ -89,6 +93,7 @@ class ServeConfig:
             ("claim_seconds", float),
             ("rate", float),
             ("burst", int),
+            ("metrics", str),
             *_BROKER_LIMITS,
         )
         for name, cast in settings:
@@ -120,6 +125,9 @@ class Running:
     store: EventStore
     server_password: str
     resumed: list[str]
+    metrics: Metrics | None = None
+    metrics_port: int = 0
+    """The port ``/metrics`` is served on (0: no metrics)."""
 
 
 @contextlib.asynccontextmanager
@@ -130,8 +138,10 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
         BrokerPortBusy: the embedded broker found no port to listen on.
         TransportError: the broker is not reachable or refuses the server account.
         StoreError: the store cannot be opened.
+        MetricsAddressError: ``config.metrics`` is not ``HOST:PORT`` or cannot be listened on.
     """
     clock = clock or SystemClock()
+    listen = parse_listen(config.metrics) if config.metrics else None
     async with contextlib.AsyncExitStack() as stack:
         password = config.server_password
         if config.broker == "embedded":
@@ -167,11 +177,16 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             grace_seconds=config.grace_seconds,
         )
         gateway.service = service
+        metrics, metrics_port = None, 0
+        if listen is not None:
+            metrics = Metrics()
+            metrics.attach(gateway, service, store)
+            metrics_port = await stack.enter_async_context(serve_metrics(metrics, *listen))
         await gateway.start()
         stack.push_async_callback(service.stop)
         stack.push_async_callback(gateway.stop)
         resumed = list(service.actors)
-        yield Running(address, service, gateway, store, password, resumed)
+        yield Running(address, service, gateway, store, password, resumed, metrics, metrics_port)
 
 
 async def _embedded(
@@ -238,5 +253,8 @@ async def serve(config: ServeConfig, announce: Callable[[str], None] | None = No
             f"ramino: serving on {where} {server.address.url}, store {config.store}, "
             f"{len(server.resumed)} table(s) resumed; Ctrl-C stops"
         )
+        if server.metrics is not None:
+            host = parse_listen(config.metrics)[0] or "0.0.0.0"
+            announce(f"ramino: metrics on http://{host}:{server.metrics_port}/metrics")
         await stop.wait()
         announce("ramino: stopping")

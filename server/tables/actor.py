@@ -67,7 +67,7 @@ from server.tables.table import (
     fold,
     reveal_records,
 )
-from server.tables.timers import Clock, SystemClock, auto_command, deadline
+from server.tables.timers import NO_TIMER_METRICS, Clock, SystemClock, auto_command, deadline
 
 __all__ = ["OUTSIDER_REFUSALS", "Outbox", "Reply", "TableActor", "load_table"]
 
@@ -227,6 +227,7 @@ class TableActor:
         """How long a disconnected player's seat waits before the server plays for it."""
         self._absent_since: dict[str, float] = {}
         self._poke = asyncio.Event()
+        self.metrics = NO_TIMER_METRICS
 
     @classmethod
     async def load(
@@ -440,6 +441,7 @@ class TableActor:
                     if playing and not waiting[seat]
                 ]
                 await self._append(late, f"timeout:{seq}:ready")
+                self.metrics.timer_fired("ready")
             return
         if (
             self.table.seq != seq
@@ -451,6 +453,7 @@ class TableActor:
             return  # someone moved or came back meanwhile; the timer starts again
         player = awaiting(game)[0]
         claim = game.phase is Phase.CLAIM
+        self.metrics.timer_fired("claim" if claim else "turn")
         created = self.table.created
         if not claim and not game.forfeited[player]:
             # A missed turn counts towards forfeiting the seat (claim windows do not count).
