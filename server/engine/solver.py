@@ -849,7 +849,7 @@ _GAIN2: Callable[[tuple[int, ...]], int] = operator.itemgetter(2)
 _Vector = tuple[int, ...]
 """An outcome vector ``(base, gain 1, ..., gain J)``: the least deadwood of some cards with no
 joker placed among them is ``base``, with exactly ``a`` jokers placed ``base + gain a``. Suit
-vectors carry one more entry, the suit's ranks that lie in a run window (``_Split.core``)."""
+vectors carry one more entry, the suit's ranks that lie in a run window (``suit_vector``)."""
 _SetChoice = tuple[tuple[int, ...], _Vector, int]
 """A set choice of one rank: what it takes off each suit's pattern key (``()`` for nothing),
 its outcome vector, and the fewest jokers its sets need."""
@@ -922,7 +922,8 @@ class _Split:
 
     Suit vectors are memoised by pattern (and by suit when the suits' values differ), and
     built from the vectors of their run clusters (``run_clusters``), memoised too: both recur
-    across hands. The memos are bounded.
+    across hands. The memos of patterns and clusters are cleared past ``_MEMO_LIMIT``; those
+    of set choices are bounded by their keys (rank, column, jokers held).
     """
 
     __slots__ = (
@@ -948,7 +949,7 @@ class _Split:
         self.clusters: dict[tuple[int, int, int], list[int]] = {}
         """Least deadwoods of one run cluster by jokers placed, by ``(suit, present, twice)``."""
         self.core_memo: dict[int, dict[int, _Vector]] = {}
-        """The same for the cards in run windows only (``suit_vector``)."""
+        """Suit vectors of the cards in run windows only (no core entry), keyed alike."""
         self.rank_memo: dict[int, tuple[_SetChoice, ...]] = {}
         """``rank_options`` by the rank's column of the hand (see ``deadwood``)."""
         self.templates: dict[tuple[int, int, tuple[int, ...]], tuple[_SetChoice, ...]] = {}
