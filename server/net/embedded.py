@@ -29,14 +29,17 @@ Where amqtt bypasses its plugins we close the gap in a ``Broker`` subclass:
   someone else's client id and another name is refused, so no queued private message changes
   hands.
 
-Not covered, for development and small rooms only: amqtt has no maximum packet size (Mosquitto's
-``max_packet_size``), and a CONNECT reusing a connected client's id takes that connection over
-even when its credentials are then refused. Accepted sockets get TCP_NODELAY explicitly (asyncio
-also sets it on TCP transports by default).
+What one client may push (packet size, framing, a rate per username) is checked as its packets
+are read, before amqtt decodes them: :mod:`server.net.publish_guard`.
+
+Not covered, for development and small rooms only: a CONNECT reusing a connected client's id
+takes that connection over even when its credentials are then refused. Accepted sockets get
+TCP_NODELAY explicitly (asyncio also sets it on TCP transports by default).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import hmac
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from amqtt.adapters import StreamWriterAdapter
 from amqtt.broker import Broker
 from amqtt.contexts import Action
 from amqtt.errors import BrokerError
@@ -55,6 +59,7 @@ from amqtt.session import Session
 
 from protocol import topics
 from server.net.accounts import Accounts
+from server.net.publish_guard import PublishGuard, PublishLimits
 
 __all__ = [
     "HOST",
@@ -207,9 +212,14 @@ class _Snapshots(dict[str, Any]):
 class _RaminoBroker(Broker):  # type: ignore[misc]
     """amqtt's broker with its ACL bypasses closed (see the module docstring)."""
 
-    def __init__(self, config: dict[str, Any], policy: _Policy) -> None:
+    def __init__(self, config: dict[str, Any], policy: _Policy, guard: PublishGuard) -> None:
         super().__init__(config)
         self._ramino_policy = policy
+        self._ramino_guard = guard
+        # Bounded, where amqtt's are not: what does not fit is dropped (and counted).
+        self._broadcast_queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(
+            guard.limits.max_queued
+        )
         self.__dict__["_subscriptions"] = _Snapshots(self.__dict__["_subscriptions"])
         self._writers: set[Any] = set()
 
@@ -219,7 +229,9 @@ class _RaminoBroker(Broker):  # type: ignore[misc]
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._writers.add(writer)
         try:
-            await super().stream_connected(reader, writer, listener_name)
+            # amqtt's stream_connected, with the reader that applies the publish limits.
+            guarded = self._ramino_guard.reader(reader, writer)
+            await self._client_connected(listener_name, guarded, StreamWriterAdapter(writer))
         finally:
             # amqtt leaves some connections open when its handler ends or at shutdown.
             self._writers.discard(writer)
@@ -233,6 +245,41 @@ class _RaminoBroker(Broker):  # type: ignore[misc]
         for writer in writers:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    async def _broadcast_message(
+        self,
+        session: Session | None,
+        topic: str | None,
+        data: bytes | bytearray | None,
+        force_qos: int | None = None,
+    ) -> None:
+        broadcast: dict[str, Any] = {"session": session, "topic": topic, "data": data}
+        if force_qos is not None:
+            broadcast["qos"] = force_qos
+        try:
+            self._broadcast_queue.put_nowait(broadcast)
+        except asyncio.QueueFull:
+            self._ramino_guard.note_overflow("the broadcast queue")
+
+    async def _topic_filtering(self, session: Session, topic: str, action: Action) -> bool:
+        allowed: bool = await super()._topic_filtering(session, topic, action)
+        username = session.username
+        if allowed and action == Action.RECEIVE and username and topic == topics.inbox(username):
+            self._ramino_guard.credit(username)  # a reply or an update: one answer paid for
+        return allowed
+
+    def _get_handler(self, session: Session) -> Any:
+        """The connection of ``session``; ``None`` (nothing is sent to it) while it has more
+        deliveries waiting to be written than ``max_queued``: a subscriber that does not read
+        loses messages instead of piling them up here (as with Mosquitto's
+        ``max_queued_messages``)."""
+        handler = super()._get_handler(session)
+        lock = getattr(handler, "_write_lock", None)
+        waiting = getattr(lock, "_waiters", None)
+        if waiting is not None and len(waiting) >= self._ramino_guard.limits.max_queued:
+            self._ramino_guard.note_overflow(f"{session.client_id}'s deliveries")
+            return None
+        return handler
 
     async def retain_message(
         self,
@@ -292,8 +339,12 @@ class EmbeddedBroker:
         accounts: Accounts | None = None,
         server_password: str,
         server_user: str = SERVER_USER,
+        publish_limits: PublishLimits | None = None,
     ) -> None:
         """Configure the broker; :meth:`start` (or ``async with``) starts it.
+
+        ``publish_limits`` bound what each client may push (:mod:`server.net.publish_guard`;
+        the server account has no limit).
 
         Raises:
             ValueError: ``server_password`` is empty or ``server_user`` is not a valid name.
@@ -304,6 +355,8 @@ class EmbeddedBroker:
             raise ValueError(f"invalid server user {server_user!r}")
         self._requested_port = port
         self._policy = _Policy(accounts, server_user, server_password)
+        self.guard = PublishGuard(publish_limits, exempt=(server_user,))
+        """The per-client publish limits and their counters."""
         self._broker: _RaminoBroker | None = None
         self._port: int | None = None
 
@@ -342,7 +395,7 @@ class EmbeddedBroker:
                 f"{__name__}.RaminoTopicPlugin": policy,
             },
         }
-        broker = _RaminoBroker(config, self._policy)
+        broker = _RaminoBroker(config, self._policy, self.guard)
         broker_logger = logging.getLogger("amqtt.broker")
         level = broker_logger.level
         # A busy port is reported by BrokerPortBusy; amqtt would also log it with a traceback.
@@ -377,6 +430,17 @@ class EmbeddedBroker:
                 await broker.close_connections()
             finally:
                 quiet.setLevel(level)
+
+    def backlog(self) -> int:
+        """Messages amqtt holds on their way: read from a client and not yet broadcast, or
+        broadcast and not yet written to a subscriber (0 when the broker is not running)."""
+        broker = self._broker
+        if broker is None:
+            return 0
+        held: int = broker._broadcast_queue.qsize()
+        for session, _ in list(broker._sessions.values()):
+            held += session.delivered_message_queue.qsize()
+        return held + sum(1 for task in list(broker._tasks_queue) if not task.done())
 
     async def __aenter__(self) -> EmbeddedBroker:
         await self.start()
