@@ -143,6 +143,11 @@ class Transport:
         self._client.set_auth_credentials(username, password or None)
         self._client.set_config({"reconnect_retries": -1, "reconnect_delay": reconnect_delay})
         self._client.on_message = self._on_message
+        # gmqtt looks its packet handlers up by name on the instance: QoS 0 messages for a
+        # ``deliver`` callback take a shorter way than its generic one (see _fast_publish).
+        handler = self._client._package_handler
+        self._gmqtt_publish = handler._handle_publish_packet
+        handler._handle_publish_packet = self._fast_publish
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
         self.tap = tap
@@ -159,6 +164,9 @@ class Transport:
         """How many times the connection was made (1 + reconnections)."""
         self.dropped = 0
         """Messages dropped because the inbound queue was full."""
+        self.downgraded = 0
+        """QoS 1 messages sent at QoS 0 because the broker had not yet acknowledged as many
+        as it lets a client have in flight (its MQTT 5 "receive maximum")"""
 
     async def connect(self, address: BrokerAddress, keepalive: int = 30) -> None:
         """Connect (the first time; later reconnections are automatic).
@@ -228,8 +236,17 @@ class Transport:
             self._client.unsubscribe(gone)
 
     def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False) -> None:
-        """Queue a message for the broker (QoS 1 messages are resent after a reconnection)."""
-        self._client.publish(topic, payload, qos=qos, retain=retain)
+        """Queue a message for the broker (QoS 1 messages are resent after a reconnection).
+
+        When the broker has as many QoS 1 messages of ours unacknowledged as it allows (its
+        acknowledgements wait behind what it sends us, a flood for instance), the message goes
+        at QoS 0 rather than not at all (counted in ``downgraded``).
+        """
+        try:
+            self._client.publish(topic, payload, qos=qos, retain=retain)
+        except OverflowError:  # gmqtt: no packet id left
+            self.downgraded += 1
+            self._client.publish(topic, payload, qos=0, retain=retain)
 
     async def receive(self) -> Message:
         """The next message received."""
@@ -239,6 +256,35 @@ class Transport:
         """Every message received, in order, forever."""
         while True:
             yield await self._queue.get()
+
+    def _fast_publish(self, command: int, packet: bytes) -> None:
+        """gmqtt's PUBLISH handler, shortened for a QoS 0 message with a ``deliver`` callback:
+        the topic and payload are cut out of the packet and delivered, the properties skipped
+        unread (a server under a flood spends most of its time here per message)."""
+        deliver = self.deliver
+        if deliver is None or command & 0x06 or self.tap is not None or len(packet) < 3:
+            self._gmqtt_publish(command, packet)
+            return
+        size = (packet[0] << 8) | packet[1]
+        offset = 2 + size
+        if self.mqtt5:
+            length, shift = 0, 0
+            while offset < len(packet) and shift <= 21:
+                byte = packet[offset]
+                offset += 1
+                length |= (byte & 0x7F) << shift
+                shift += 7
+                if not byte & 0x80:
+                    break
+            offset += length
+        if not size or offset > len(packet):  # a topic alias, or not MQTT: the long way
+            self._gmqtt_publish(command, packet)
+            return
+        try:
+            topic = packet[2 : 2 + size].decode()
+        except UnicodeDecodeError:
+            return
+        deliver(Message(topic, bytes(packet[offset:]), bool(command & 0x01)))
 
     def _on_message(
         self, client: Any, topic: str, payload: bytes, qos: int, properties: Any

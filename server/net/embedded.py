@@ -40,10 +40,12 @@ from the per-user and subscription limits. Each socket's task carries its counte
 :class:`~server.net.broker_limits.Connection` in a context variable, so the CONNECT hook knows
 which socket it is admitting.
 
-Not covered, for development and small rooms only: amqtt has no maximum packet size (Mosquitto's
-``max_packet_size``), and a CONNECT reusing a connected client's id takes that connection over
-even when its credentials are then refused. Accepted sockets get TCP_NODELAY explicitly (asyncio
-also sets it on TCP transports by default).
+What one client may push (packet size, framing, a rate per username) is checked as its packets
+are read, before amqtt decodes them: :mod:`server.net.publish_guard`.
+
+Not covered, for development and small rooms only: a CONNECT reusing a connected client's id
+takes that connection over even when its credentials are then refused. Accepted sockets get
+TCP_NODELAY explicitly (asyncio also sets it on TCP transports by default).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from amqtt.adapters import StreamWriterAdapter
 from amqtt.broker import Broker
 from amqtt.contexts import Action
 from amqtt.errors import AMQTTError, BrokerError
@@ -75,6 +78,7 @@ from server.net.broker_limits import (
     LimitsBook,
     connection_cap,
 )
+from server.net.publish_guard import PublishGuard, PublishLimits
 
 __all__ = [
     "HOST",
@@ -234,10 +238,17 @@ class _Snapshots(dict[str, Any]):
 class _RaminoBroker(Broker):  # type: ignore[misc]
     """amqtt's broker with its ACL bypasses closed (see the module docstring)."""
 
-    def __init__(self, config: dict[str, Any], policy: _Policy, book: LimitsBook) -> None:
+    def __init__(
+        self, config: dict[str, Any], policy: _Policy, book: LimitsBook, guard: PublishGuard
+    ) -> None:
         super().__init__(config)
         self._ramino_policy = policy
         self._ramino_limits = book
+        self._ramino_guard = guard
+        # Bounded, where amqtt's are not: what does not fit is dropped (and counted).
+        self._broadcast_queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(
+            guard.limits.max_queued
+        )
         self.__dict__["_subscriptions"] = _Snapshots(self.__dict__["_subscriptions"])
         self._writers: set[Any] = set()
 
@@ -253,7 +264,9 @@ class _RaminoBroker(Broker):  # type: ignore[misc]
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._writers.add(writer)
         try:
-            await super().stream_connected(reader, writer, listener_name)
+            # amqtt's stream_connected, with the reader that applies the publish limits.
+            guarded = self._ramino_guard.reader(reader, writer)
+            await self._client_connected(listener_name, guarded, StreamWriterAdapter(writer))
         finally:
             # amqtt leaves some connections open when its handler ends or at shutdown.
             self._writers.discard(writer)
@@ -319,6 +332,41 @@ class _RaminoBroker(Broker):  # type: ignore[misc]
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
+    async def _broadcast_message(
+        self,
+        session: Session | None,
+        topic: str | None,
+        data: bytes | bytearray | None,
+        force_qos: int | None = None,
+    ) -> None:
+        broadcast: dict[str, Any] = {"session": session, "topic": topic, "data": data}
+        if force_qos is not None:
+            broadcast["qos"] = force_qos
+        try:
+            self._broadcast_queue.put_nowait(broadcast)
+        except asyncio.QueueFull:
+            self._ramino_guard.note_overflow("the broadcast queue")
+
+    async def _topic_filtering(self, session: Session, topic: str, action: Action) -> bool:
+        allowed: bool = await super()._topic_filtering(session, topic, action)
+        username = session.username
+        if allowed and action == Action.RECEIVE and username and topic == topics.inbox(username):
+            self._ramino_guard.credit(username)  # a reply or an update: one answer paid for
+        return allowed
+
+    def _get_handler(self, session: Session) -> Any:
+        """The connection of ``session``; ``None`` (nothing is sent to it) while it has more
+        deliveries waiting to be written than ``max_queued``: a subscriber that does not read
+        loses messages instead of piling them up here (as with Mosquitto's
+        ``max_queued_messages``)."""
+        handler = super()._get_handler(session)
+        lock = getattr(handler, "_write_lock", None)
+        waiting = getattr(lock, "_waiters", None)
+        if waiting is not None and len(waiting) >= self._ramino_guard.limits.max_queued:
+            self._ramino_guard.note_overflow(f"{session.client_id}'s deliveries")
+            return None
+        return handler
+
     async def retain_message(
         self,
         source_session: Session | None,
@@ -378,9 +426,13 @@ class EmbeddedBroker:
         server_password: str,
         server_user: str = SERVER_USER,
         limits: BrokerLimits | None = None,
+        publish_limits: PublishLimits | None = None,
     ) -> None:
         """Configure the broker; :meth:`start` (or ``async with``) starts it. ``limits``:
         :class:`~server.net.broker_limits.BrokerLimits` (its defaults when ``None``).
+
+        ``publish_limits`` bound what each client may push (:mod:`server.net.publish_guard`;
+        the server account has no limit).
 
         Raises:
             ValueError: ``server_password`` is empty or ``server_user`` is not a valid name.
@@ -394,6 +446,8 @@ class EmbeddedBroker:
         self._limits = limits or BrokerLimits()
         self._book: LimitsBook | None = None
         self._log_filter = FailureLogFilter()
+        self.guard = PublishGuard(publish_limits, exempt=(server_user,))
+        """The per-client publish limits and their counters."""
         self._broker: _RaminoBroker | None = None
         self._port: int | None = None
 
@@ -450,7 +504,7 @@ class EmbeddedBroker:
             },
         }
         book = LimitsBook(self._limits, self._policy.server_user, connection_cap(self._limits))
-        broker = _RaminoBroker(config, self._policy, book)
+        broker = _RaminoBroker(config, self._policy, book, self.guard)
         broker_logger = logging.getLogger("amqtt.broker")
         level = broker_logger.level
         # A busy port is reported by BrokerPortBusy; amqtt would also log it with a traceback.
@@ -487,6 +541,17 @@ class EmbeddedBroker:
                 await broker.close_connections()
             finally:
                 quiet.setLevel(level)
+
+    def backlog(self) -> int:
+        """Messages amqtt holds on their way: read from a client and not yet broadcast, or
+        broadcast and not yet written to a subscriber (0 when the broker is not running)."""
+        broker = self._broker
+        if broker is None:
+            return 0
+        held: int = broker._broadcast_queue.qsize()
+        for session, _ in list(broker._sessions.values()):
+            held += session.delivered_message_queue.qsize()
+        return held + sum(1 for task in list(broker._tasks_queue) if not task.done())
 
     async def __aenter__(self) -> EmbeddedBroker:
         await self.start()

@@ -191,6 +191,14 @@ class Gateway:
         self.refused = 0
         """Messages dropped or refused for a limit or a bad payload."""
         self.metrics: NoMetrics = NO_METRICS
+        self.failed = 0
+        """Messages whose handling raised (logged with their traceback, one a second)."""
+        self._failures_logged = RateLimiter(1.0, 1)
+
+    @property
+    def running(self) -> int:
+        """Requests being run now (each took a token of its sender's rate)."""
+        return len(self._tasks)
 
     # Life -----------------------------------------------------------------------------------
 
@@ -238,24 +246,33 @@ class Gateway:
         try:
             self.handle(message.topic, message.payload)
         except Exception:  # a bug on one message must not stop the server
-            _log.exception("failed to handle a message", extra={"topic": message.topic})
+            self.failed += 1
+            if self._failures_logged.allow(""):  # a flood of them must not flood the log
+                _log.exception(
+                    "failed to handle a message",
+                    extra={"topic": message.topic, "failed": self.failed},
+                )
 
     # Inbound --------------------------------------------------------------------------------
 
     def handle(self, topic: str, payload: bytes) -> None:
         """Take one message from the broker (see the module docstring)."""
-        parsed = topics.parse_command_topic(topic)
-        if parsed is None:
-            return
-        kind, client, table = parsed
+        # The sender is the topic's last level on every topic the server reads (the broker's
+        # ACL sees to it): the rate limit comes first, before the topic is parsed, so that a
+        # flood costs as little as it can.
+        client = topic[topic.rfind("/") + 1 :]
         if not self._limiter.allow(client):
             # Told (with the request's id, so the client can back off and retry) up to a
             # point; a flood beyond that is dropped unread.
             self.refused += 1
-            if self._warned.allow(client):
+            if self._warned.allow(client) and topics.parse_command_topic(topic) is not None:
                 message = f"over {self.limits.rate:g} commands a second: slow down"
                 self._reply(client, _error(_guess_id(payload), "limit/rate", message))
             return
+        parsed = topics.parse_command_topic(topic)
+        if parsed is None:
+            return
+        kind, client, table = parsed
         if kind == "presence":
             self._presence(client, payload)
             return

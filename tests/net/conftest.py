@@ -53,6 +53,8 @@ class BrokerUnderTest:
     """Whether a wrong password of a player is refused (the embedded broker's guest mode takes
     any)."""
     server_user: str = SERVER_USER
+    embedded: EmbeddedBroker | None = None
+    """The broker object when it runs in this process (its limits and counters)."""
 
     @property
     def url(self) -> str:
@@ -256,6 +258,7 @@ async def embedded_broker() -> AsyncIterator[BrokerUnderTest]:
             server_password=server_password,
             users={name: random_password() for name in TEST_USERS},
             checks_passwords=False,
+            embedded=broker,
         )
 
 
