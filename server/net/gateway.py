@@ -546,6 +546,11 @@ class Gateway:
                 self._hosting.setdefault(entry[0], set()).add(table_id)
             for player in entry[1]:
                 self._sitting.setdefault(player, set()).add(table_id)
+        away = self._absent.intersection(entry[1]) if old is None and entry is not None else ()
+        actor = self._service().actors.get(table_id) if away else None
+        if actor is not None:
+            for player in away:  # a table loaded again (a rematch) learns who is away
+                actor.set_absent(player, True)
         if (old is None) != (entry is None) and self._announced and self._status_task is None:
             self._status_task = asyncio.create_task(self._publish_status_later())
 

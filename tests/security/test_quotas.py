@@ -26,6 +26,7 @@ from protocol.codec import decode_listing, decode_status
 from protocol.game import TableClosed
 from protocol.messages import CreateTable, ServerStatus, Sit
 from protocol.transport import Message, Transport, parse_broker_url
+from server.engine import to_move
 from server.net.gateway import Limits
 from server.net.serve import Running, ServeConfig, running
 from server.tables.timers import Clock, ManualClock
@@ -270,3 +271,31 @@ class _Statuses:
                 self._arrived.clear()
                 await self._arrived.wait()
         return self.seen[count - 1]
+
+
+async def test_a_rematch_after_the_table_left_memory_knows_who_is_away(
+    broker: BrokerUnderTest, tmp_path: Path
+) -> None:
+    """A player whose connection died while his finished table was out of memory is still
+    absent at the rematch that loads it back (his grace period runs there too)."""
+    clock = ManualClock()
+    async with (
+        _serving(broker, tmp_path, clock=clock) as server,
+        _clients(broker, "alice", "bob") as clients,
+    ):
+        table = await start_table(clients, "knock", options={"deals": 1})
+        await asyncio.gather(play_seat(clients[0], table, 1), play_seat(clients[1], table, 2))
+        other = await start_table(clients, "gin")  # playing, no move timer
+        clock.advance(FINISHED_TTL)
+        async with asyncio.timeout(WAIT):
+            await server.service.wait_unloaded(table)
+        playing = server.service.actors[other].table
+        assert playing.game is not None
+        away = playing.seats[to_move(playing.game)]
+        gone, staying = sorted(clients, key=lambda client: client.username != away)
+        gone.transport.kill()
+        async with asyncio.timeout(WAIT):
+            # The will reaches the server, which arms the grace timer of the awaited seat.
+            await clock.wait_for_sleeper(until=clock.time + 30)
+        await staying.table(table).rematch()
+        assert server.service.actors[table].absent(away)
