@@ -299,3 +299,31 @@ async def test_a_rematch_after_the_table_left_memory_knows_who_is_away(
             await clock.wait_for_sleeper(until=clock.time + 30)
         await staying.table(table).rematch()
         assert server.service.actors[table].absent(away)
+
+
+def test_quotas_and_lifetimes_come_from_the_environment_and_the_command_line() -> None:
+    """``RAMINO_MAX_WAITING_TABLES``, ``RAMINO_MAX_OPEN_TABLES``, ``RAMINO_WAITING_TTL`` and
+    ``RAMINO_FINISHED_TTL`` set what docs/operations.md says (the command line wins); unset,
+    the defaults are 10, 50, 1800 and 300."""
+    env = {
+        "RAMINO_MAX_WAITING_TABLES": "3",
+        "RAMINO_MAX_OPEN_TABLES": "7",
+        "RAMINO_WAITING_TTL": "60",
+        "RAMINO_FINISHED_TTL": "5",
+        "RAMINO_RATE": "20",
+    }
+    config = ServeConfig.from_env(env, max_open_tables=9, burst=None)
+    assert (3, 9, 20.0, 100) == (
+        config.limits.max_waiting_tables,
+        config.limits.max_open_tables,
+        config.limits.rate,
+        config.limits.burst,
+    )
+    assert (60.0, 5.0) == (config.waiting_ttl, config.finished_ttl)
+    defaults = ServeConfig.from_env({})
+    assert (10, 50, 1800.0, 300.0) == (
+        defaults.limits.max_waiting_tables,
+        defaults.limits.max_open_tables,
+        defaults.waiting_ttl,
+        defaults.finished_ttl,
+    )
