@@ -78,6 +78,26 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="serve Prometheus metrics on http://HOST:PORT/metrics (default: none)",
     )
     serve_parser.add_argument(
+        "--max-waiting-tables",
+        type=int,
+        help="tables waiting for players one account may have created (10; 0: no limit)",
+    )
+    serve_parser.add_argument(
+        "--max-open-tables",
+        type=int,
+        help="waiting or playing tables one account may sit at (50; 0: no limit)",
+    )
+    serve_parser.add_argument(
+        "--waiting-ttl",
+        type=float,
+        help="seconds a waiting table lives without activity (1800; 0: forever)",
+    )
+    serve_parser.add_argument(
+        "--finished-ttl",
+        type=float,
+        help="seconds a finished table stays in memory without activity (300; 0: forever)",
+    )
+    serve_parser.add_argument(
         "--log-format",
         choices=("auto", "json", "text"),
         default="auto",
@@ -122,6 +142,10 @@ def _command_serve(args: argparse.Namespace) -> int:
         max_connections_per_user=args.max_connections_per_user,
         max_subscriptions=args.max_subscriptions,
         metrics=args.metrics,
+        max_waiting_tables=args.max_waiting_tables,
+        max_open_tables=args.max_open_tables,
+        waiting_ttl=args.waiting_ttl,
+        finished_ttl=args.finished_ttl,
     )
     configure_logging(args.log_format, args.log_level)
     try:

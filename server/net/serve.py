@@ -3,10 +3,10 @@
 Settings come from the command line or ``RAMINO_*`` environment variables (the command line
 wins): the broker (``embedded``, the default, runs an amqtt broker in this process; or
 ``mqtt://HOST:PORT``), the store URL, the server account's name and password, the accounts
-file of the embedded broker (none: guests), timers and limits, the embedded broker's
-connection limits (:class:`~server.net.broker_limits.BrokerLimits`), and where to serve
-Prometheus metrics (``--metrics HOST:PORT``, ``server.net.metrics``; none by default). At start
-the process raises its soft file limit to the hard one.
+file of the embedded broker (none: guests), timers, table lifetimes and limits, the embedded
+broker's connection limits (:class:`~server.net.broker_limits.BrokerLimits`), and where to
+serve Prometheus metrics (``--metrics HOST:PORT``, ``server.net.metrics``; none by default). At
+start the process raises its soft file limit to the hard one.
 """
 
 from __future__ import annotations
@@ -39,6 +39,14 @@ __all__ = ["Running", "ServeConfig", "running", "serve"]
 
 _log = logging.getLogger(__name__)
 
+_LIMITS: tuple[tuple[str, type], ...] = (
+    ("rate", float),
+    ("burst", int),
+    ("max_waiting_tables", int),
+    ("max_open_tables", int),
+)
+"""The ``Limits`` fields settable from the environment (and ``from_env``'s overrides)."""
+
 WRITE_SPACING = 0.001
 """The server's socket writes to the broker are at least this far apart (seconds): under load
 one write carries the messages of many commands, at the cost of at most this much latency."""
@@ -67,6 +75,11 @@ class ServeConfig:
     """Accounts file of the embedded broker (Mosquitto's password_file format); "": guests."""
     grace_seconds: float = 30.0
     claim_seconds: float = 10.0
+    waiting_ttl: float = 1800.0
+    """Seconds a table waiting for players lives without activity before it is closed (0:
+    forever)."""
+    finished_ttl: float = 300.0
+    """Seconds a finished or closed table stays in memory without activity (0: forever)."""
     limits: Limits = field(default_factory=Limits)
     broker_limits: BrokerLimits = field(default_factory=BrokerLimits)
     """Connection and subscription limits of the embedded broker."""
@@ -91,9 +104,10 @@ class ServeConfig:
             ("accounts", str),
             ("grace_seconds", float),
             ("claim_seconds", float),
-            ("rate", float),
-            ("burst", int),
+            ("waiting_ttl", float),
+            ("finished_ttl", float),
             ("metrics", str),
+            *_LIMITS,
             *_BROKER_LIMITS,
         )
         for name, cast in settings:
@@ -101,13 +115,9 @@ class ServeConfig:
             if text:
                 values[name] = cast(text)
         values.update({key: value for key, value in overrides.items() if value is not None})
-        rate, burst = values.pop("rate", None), values.pop("burst", None)
-        if rate is not None or burst is not None:
-            defaults = Limits()
-            values["limits"] = Limits(
-                rate=float(rate if rate is not None else defaults.rate),  # type: ignore[arg-type]
-                burst=int(burst if burst is not None else defaults.burst),  # type: ignore[call-overload]
-            )
+        limits = {name: values.pop(name) for name, _ in _LIMITS if name in values}
+        if limits:
+            values["limits"] = replace(Limits(), **limits)  # type: ignore[arg-type]
         broker_limits = {name: values.pop(name) for name, _cast in _BROKER_LIMITS if name in values}
         if broker_limits:
             base = values.get("broker_limits", BrokerLimits())
@@ -175,6 +185,8 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             clock=clock,
             claim_seconds=config.claim_seconds,
             grace_seconds=config.grace_seconds,
+            waiting_ttl=config.waiting_ttl,
+            finished_ttl=config.finished_ttl,
         )
         gateway.service = service
         metrics, metrics_port = None, 0
