@@ -3,7 +3,8 @@
 Settings come from the command line or ``RAMINO_*`` environment variables (the command line
 wins): the broker (``embedded``, the default, runs an amqtt broker in this process; or
 ``mqtt://HOST:PORT``), the store URL, the server account's name and password, the accounts
-file of the embedded broker (none: guests), timers and limits.
+file of the embedded broker (none: guests) or where it keeps its guest names, timers and
+limits.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from protocol import topics
 from protocol.codec import encode
@@ -26,13 +28,17 @@ from protocol.transport import BrokerAddress, Transport, parse_broker_url
 from server.net.accounts import Accounts
 from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
+from server.net.guests import Guests
 from server.tables.service import TableService
-from server.tables.store import EventStore, open_store
+from server.tables.store import EventStore, open_store, store_options
 from server.tables.timers import Clock, SystemClock
 
-__all__ = ["Running", "ServeConfig", "running", "serve"]
+__all__ = ["MEMORY", "Running", "ServeConfig", "guests_path", "running", "serve"]
 
 _log = logging.getLogger(__name__)
+
+MEMORY = ":memory:"
+"""``ServeConfig.guests`` for guest names kept in memory only."""
 
 WRITE_SPACING = 0.001
 """The server's socket writes to the broker are at least this far apart (seconds): under load
@@ -51,6 +57,10 @@ class ServeConfig:
     server_password: str = ""
     accounts: str = ""
     """Accounts file of the embedded broker (Mosquitto's password_file format); "": guests."""
+    guests: str = ""
+    """Where the embedded broker keeps its guest names (:mod:`server.net.guests`): "" next to
+    a SQLite store file (``PATH.guests``), in memory with an in-memory store, ``ramino.guests``
+    in the working folder with another store; ``:memory:`` in memory."""
     grace_seconds: float = 30.0
     claim_seconds: float = 10.0
     limits: Limits = field(default_factory=Limits)
@@ -71,6 +81,7 @@ class ServeConfig:
             ("server_user", str),
             ("server_password", str),
             ("accounts", str),
+            ("guests", str),
             ("grace_seconds", float),
             ("claim_seconds", float),
             ("rate", float),
@@ -117,7 +128,11 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
         if config.broker == "embedded":
             password = password or secrets.token_urlsafe(16)
             accounts = Accounts.load(config.accounts) if config.accounts else None
-            broker = await _embedded(config.port, accounts, password, config.server_user)
+            guests = None
+            if accounts is None:
+                path = guests_path(config.guests, config.store)
+                guests = Guests(None) if path is None else Guests.load(path)
+            broker = await _embedded(config.port, accounts, password, config.server_user, guests)
             stack.push_async_callback(broker.stop)
             address = parse_broker_url(broker.url)
         else:
@@ -152,12 +167,43 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
         yield Running(address, service, gateway, store, password, resumed)
 
 
+def guests_path(guests: str, store: str) -> Path | None:
+    """Where the embedded broker keeps its guest names (``None``: in memory); see
+    :attr:`ServeConfig.guests`.
+
+    >>> guests_path("", "sqlite:///data/ramino.db"), guests_path("", "sqlite:///:memory:")
+    (PosixPath('data/ramino.db.guests'), None)
+    """
+    if guests == MEMORY:
+        return None
+    if guests:
+        return Path(guests)
+    url, _ = store_options(store)
+    if url.startswith(("postgresql://", "postgres://")):
+        return Path("ramino.guests")
+    path = url
+    if url.startswith("sqlite://"):
+        path = url.removeprefix("sqlite://")
+        path = path[1:] if path.startswith("/") else path  # sqlite:///rel, sqlite:////abs
+    if path in ("", MEMORY) or "://" in path:
+        return None
+    return Path(f"{path}.guests")
+
+
 async def _embedded(
-    port: int, accounts: Accounts | None, password: str, server_user: str
+    port: int,
+    accounts: Accounts | None,
+    password: str,
+    server_user: str,
+    guests: Guests | None,
 ) -> EmbeddedBroker:
     """The embedded broker on ``port``, or on a free port if that one is taken."""
     broker = EmbeddedBroker(
-        port=port, accounts=accounts, server_password=password, server_user=server_user
+        port=port,
+        accounts=accounts,
+        server_password=password,
+        server_user=server_user,
+        guests=guests,
     )
     try:
         await broker.start()
@@ -165,7 +211,11 @@ async def _embedded(
         if port == 0:
             raise
         broker = EmbeddedBroker(
-            port=0, accounts=accounts, server_password=password, server_user=server_user
+            port=0,
+            accounts=accounts,
+            server_password=password,
+            server_user=server_user,
+            guests=guests,
         )
         await broker.start()
         print(
