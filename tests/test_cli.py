@@ -170,3 +170,18 @@ def test_accounts_add_reads_the_password_from_a_file(tmp_path: Path) -> None:
     )
     assert 0 == status
     assert Accounts.load(accounts).check("alice", "s3cret")
+
+
+def test_serve_refuses_a_guest_names_file_it_cannot_read_or_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A guest names file that does not parse, or one in a missing folder, stops ``ramino
+    serve`` with a message naming the file, before any client can log in."""
+    corrupt = tmp_path / "corrupt.guests"
+    corrupt.write_text("alice\n")
+    for path in (corrupt, tmp_path / "missing" / "ramino.guests"):
+        status, _, err = _run(
+            capsys, "serve", "--port", "0", "--store", "sqlite:///:memory:", "--guests", str(path)
+        )
+        assert 2 == status
+        assert str(path) in err

@@ -25,7 +25,7 @@ from protocol.codec import encode
 from protocol.messages import PROTOCOL_VERSION, ServerStatus
 from protocol.runtime import tune_gc
 from protocol.transport import BrokerAddress, Transport, parse_broker_url
-from server.net.accounts import Accounts
+from server.net.accounts import Accounts, AccountsError
 from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
 from server.net.guests import Guests
@@ -119,6 +119,8 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
 
     Raises:
         BrokerPortBusy: the embedded broker found no port to listen on.
+        AccountsError: the accounts file or the guest names file does not parse, or the
+            latter cannot be written.
         TransportError: the broker is not reachable or refuses the server account.
         StoreError: the store cannot be opened.
     """
@@ -132,6 +134,12 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             if accounts is None:
                 path = guests_path(config.guests, config.store)
                 guests = Guests(None) if path is None else Guests.load(path)
+                try:
+                    guests.save()  # a folder we cannot write to fails now, not at a login
+                except OSError as error:
+                    raise AccountsError(
+                        f"cannot write the guest names to {path}: {error} (see --guests)"
+                    ) from None
             broker = await _embedded(config.port, accounts, password, config.server_user, guests)
             stack.push_async_callback(broker.stop)
             address = parse_broker_url(broker.url)
