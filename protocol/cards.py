@@ -113,14 +113,20 @@ def make_deck(decks: int = 1, jokers: int = 0) -> tuple[Card, ...]:
 
 
 def format_face(face: Face) -> str:
-    """Notation of a face (no copy number): ``7H``, ``TD``, ``JK``."""
+    """Notation of a face (no copy number): ``7H``, ``TD``, ``JK``; ``#N`` for a number ``N``
+    that is no face (so that a message about a client's bad input never fails)."""
     if face == JOKER:
         return "JK"
+    if not 0 <= face < JOKER:
+        return f"#{face}"
     return RANKS[face_rank(face) - 1] + SUITS[face_suit(face)]
 
 
 def format_card(card: Card) -> str:
-    """Notation of a physical card: its face, then its copy number from 1 when not the first."""
+    """Notation of a physical card: its face, then its copy number from 1 when not the first;
+    ``#N`` for a number ``N`` that is no card (negative, or no face in its low bits)."""
+    if card < 0 or card_face(card) > JOKER:
+        return f"#{card}"
     copy = card_copy(card)
     face = format_face(card_face(card))
     return face if copy == 0 else f"{face}{copy + 1}"

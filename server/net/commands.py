@@ -92,6 +92,26 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     serve_parser.add_argument("--burst", type=int, help="commands a client may send at once (100)")
     serve_parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        help="embedded broker: seconds a new socket has to send its CONNECT (10; 0: no limit)",
+    )
+    serve_parser.add_argument(
+        "--max-connections",
+        type=int,
+        help="embedded broker: connections open at once, all users (1000; 0: no limit)",
+    )
+    serve_parser.add_argument(
+        "--max-connections-per-user",
+        type=int,
+        help="embedded broker: connections of one username at once (8; 0: no limit)",
+    )
+    serve_parser.add_argument(
+        "--max-subscriptions",
+        type=int,
+        help="embedded broker: topic filters one client may hold (64; 0: no limit)",
+    )
+    serve_parser.add_argument(
         "--log-format",
         choices=("auto", "json", "text"),
         default="auto",
@@ -151,6 +171,10 @@ def serve_config(args: argparse.Namespace, env: Mapping[str, str] | None = None)
         claim_seconds=args.claim_seconds,
         rate=args.rate,
         burst=args.burst,
+        connect_timeout=args.connect_timeout,
+        max_connections=args.max_connections,
+        max_connections_per_user=args.max_connections_per_user,
+        max_subscriptions=args.max_subscriptions,
     )
 
 

@@ -32,7 +32,7 @@ from typing import Any
 import msgspec
 
 from protocol import topics
-from protocol.codec import MalformedMessage, decode_presence, decode_request, encode
+from protocol.codec import MalformedMessage, decode_presence, decode_request, encode, request_id
 from protocol.errors import CodedError
 from protocol.game import COMMAND_TYPES as GAME_COMMANDS
 from protocol.game import Command as GameCommand
@@ -708,5 +708,7 @@ def _guess_id(payload: bytes) -> str:
         raw = _ID_ONLY.decode(payload)
     except msgspec.DecodeError:
         return ""
+    except RecursionError:  # nested deeper than the decoder goes: read the id alone
+        raw = {"id": request_id(payload)}
     value = raw.get("id")
     return value[:MAX_ID] if isinstance(value, str) else ""

@@ -4,7 +4,9 @@ Settings come from the command line or ``RAMINO_*`` environment variables (the c
 wins): the broker (``embedded``, the default, runs an amqtt broker in this process; or
 ``mqtt://HOST:PORT``), the store URL, the server account's name and password, the accounts
 file of the embedded broker (none: guests) or where it keeps its guest names, timers and
-limits.
+limits, and the embedded broker's connection limits
+(:class:`~server.net.broker_limits.BrokerLimits`). At start the process raises its soft file
+limit to the hard one.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import secrets
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from protocol import topics
@@ -26,6 +28,7 @@ from protocol.messages import PROTOCOL_VERSION, ServerStatus
 from protocol.runtime import tune_gc
 from protocol.transport import BrokerAddress, Transport, parse_broker_url
 from server.net.accounts import Accounts, AccountsError
+from server.net.broker_limits import BrokerLimits, raise_file_limit
 from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
 from server.net.guests import Guests
@@ -43,6 +46,15 @@ MEMORY = ":memory:"
 WRITE_SPACING = 0.001
 """The server's socket writes to the broker are at least this far apart (seconds): under load
 one write carries the messages of many commands, at the cost of at most this much latency."""
+
+
+_BROKER_LIMITS: tuple[tuple[str, Callable[[str], object]], ...] = (
+    ("connect_timeout", float),
+    ("max_connections", int),
+    ("max_connections_per_user", int),
+    ("max_subscriptions", int),
+)
+"""The fields of ``BrokerLimits`` read from ``RAMINO_<NAME>`` variables and flags."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +76,8 @@ class ServeConfig:
     grace_seconds: float = 30.0
     claim_seconds: float = 10.0
     limits: Limits = field(default_factory=Limits)
+    broker_limits: BrokerLimits = field(default_factory=BrokerLimits)
+    """Connection and subscription limits of the embedded broker."""
     mqtt5: bool | None = None
     """Whether the server's connection speaks MQTT 5 (``None``: on an external broker only). It
     needs MQTT 5 to tell a retained command from a new one on an external broker; the embedded
@@ -74,7 +88,7 @@ class ServeConfig:
         """Settings from ``RAMINO_*`` variables, then ``overrides`` (``None`` values skipped)."""
         env = dict(os.environ) if env is None else env
         values: dict[str, object] = {}
-        for name, cast in (
+        settings: tuple[tuple[str, Callable[[str], object]], ...] = (
             ("broker", str),
             ("store", str),
             ("port", int),
@@ -86,7 +100,9 @@ class ServeConfig:
             ("claim_seconds", float),
             ("rate", float),
             ("burst", int),
-        ):
+            *_BROKER_LIMITS,
+        )
+        for name, cast in settings:
             text = env.get(f"RAMINO_{name.upper()}")
             if text:
                 values[name] = cast(text)
@@ -98,6 +114,10 @@ class ServeConfig:
                 rate=float(rate if rate is not None else defaults.rate),  # type: ignore[arg-type]
                 burst=int(burst if burst is not None else defaults.burst),  # type: ignore[call-overload]
             )
+        broker_limits = {name: values.pop(name) for name, _cast in _BROKER_LIMITS if name in values}
+        if broker_limits:
+            base = values.get("broker_limits", BrokerLimits())
+            values["broker_limits"] = replace(base, **broker_limits)  # type: ignore[type-var]
         return cls(**values)  # type: ignore[arg-type]
 
 
@@ -140,7 +160,9 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
                     raise AccountsError(
                         f"cannot write the guest names to {path}: {error} (see --guests)"
                     ) from None
-            broker = await _embedded(config.port, accounts, password, config.server_user, guests)
+            broker = await _embedded(
+                config.port, accounts, password, config.server_user, config.broker_limits, guests
+            )
             stack.push_async_callback(broker.stop)
             address = parse_broker_url(broker.url)
         else:
@@ -203,6 +225,7 @@ async def _embedded(
     accounts: Accounts | None,
     password: str,
     server_user: str,
+    limits: BrokerLimits,
     guests: Guests | None,
 ) -> EmbeddedBroker:
     """The embedded broker on ``port``, or on a free port if that one is taken."""
@@ -211,6 +234,7 @@ async def _embedded(
         accounts=accounts,
         server_password=password,
         server_user=server_user,
+        limits=limits,
         guests=guests,
     )
     try:
@@ -223,6 +247,7 @@ async def _embedded(
             accounts=accounts,
             server_password=password,
             server_user=server_user,
+            limits=limits,
             guests=guests,
         )
         await broker.start()
@@ -253,6 +278,7 @@ async def serve(config: ServeConfig, announce: Callable[[str], None] | None = No
     """Run until SIGINT or SIGTERM, then stop cleanly."""
     if announce is None:
         announce = _say
+    raise_file_limit()  # idle sockets must not run out of file descriptors (logged)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

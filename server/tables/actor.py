@@ -4,7 +4,9 @@ Theory of operation. ``submit`` queues a command with the sender's identity (fro
 transport, never from the payload), its client-chosen id and the last ``seq`` the client saw;
 the actor's task takes commands in order and for each:
 
-1. a known command id returns the original result rebuilt from the log (nothing is redone);
+1. a known command id returns the original result rebuilt from the log (nothing is redone),
+   or its original refusal: a seated player's refusals are stored with the log, an outsider's
+   (a client with no seat here) are only kept in memory, the last ``OUTSIDER_REFUSALS`` of them;
 2. a stale ``seq`` is refused with ``table/stale_seq`` and the current ``seq``;
 3. the table or the engine decides the records (a refusal is a coded error; the log and the
    state are untouched);
@@ -24,6 +26,7 @@ import contextlib
 import logging
 import random
 import secrets
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -66,7 +69,10 @@ from server.tables.table import (
 )
 from server.tables.timers import Clock, SystemClock, auto_command, deadline
 
-__all__ = ["Outbox", "Reply", "TableActor", "load_table"]
+__all__ = ["OUTSIDER_REFUSALS", "Outbox", "Reply", "TableActor", "load_table"]
+
+OUTSIDER_REFUSALS = 256
+"""Refusals of clients with no seat a table keeps (in memory, the latest) for their retries."""
 
 
 class Outbox(Protocol):
@@ -200,7 +206,8 @@ class TableActor:
         self.store = store
         self.outbox = outbox
         self.clock = clock or SystemClock()
-        self.rng = rng or random.Random(secrets.randbits(128))
+        self.rng: random.Random = rng if rng is not None else secrets.SystemRandom()
+        """Chance (deals, reshuffled stocks): the OS CSPRNG unless a seeded generator is given."""
         self.snapshot_every = snapshot_every
         self.new_salt = new_salt or (lambda: secrets.token_hex(16))
         self.claim_seconds = claim_seconds
@@ -209,6 +216,9 @@ class TableActor:
         """The table's whole log was written by this actor: every id it holds is in ``_ids``."""
         self._ids: set[str] = set()
         """Time of the table's last event: the timers count from it."""
+        self._outsiders: OrderedDict[str, Reply] = OrderedDict()
+        """The latest refusals of clients without a seat, by command id (never stored: anyone
+        may send them, as many as his rate allows)."""
         self._jobs: asyncio.Queue[_Job | _Timeout | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
@@ -379,6 +389,9 @@ class TableActor:
 
     async def _handle(self, job: _Job) -> Reply:
         table = self.table
+        kept = self._outsiders.get(job.command_id) if job.command_id else None
+        if kept is not None:
+            return msgspec.structs.replace(kept, duplicate=True)
         if job.command_id and (not self._born_here or job.command_id in self._ids):
             seqs = await self.store.command_seqs(table.table_id, job.command_id)
             if seqs is not None:
@@ -399,10 +412,15 @@ class TableActor:
             )
             if job.command_id and table.created is not None:
                 # Remembered so that a retry is refused the same way, even once it would pass.
-                await self.store.save_refusal(
-                    table.table_id, job.command_id, _REPLY_ENCODER.encode(refusal)
-                )
-                self._ids.add(job.command_id)
+                if job.sender in table.seats:
+                    await self.store.save_refusal(
+                        table.table_id, job.command_id, _REPLY_ENCODER.encode(refusal)
+                    )
+                    self._ids.add(job.command_id)
+                else:
+                    self._outsiders[job.command_id] = refusal
+                    if len(self._outsiders) > OUTSIDER_REFUSALS:
+                        self._outsiders.popitem(last=False)
             return refusal
         first = table.seq + 1
         await self._append(events, job.command_id)

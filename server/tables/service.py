@@ -37,7 +37,8 @@ class TableService:
         self.store = store
         self.outbox = outbox
         self.clock = clock or SystemClock()
-        self.rng = rng or random.Random(secrets.randbits(128))
+        self.rng: random.Random = rng if rng is not None else secrets.SystemRandom()
+        """Where the deals come from: the OS CSPRNG unless a seeded generator is given."""
         self.claim_seconds = claim_seconds
         self.grace_seconds = grace_seconds
         self.actors: dict[str, TableActor] = {}
@@ -114,6 +115,13 @@ class TableService:
             loading.add_done_callback(lambda _: self._loading.pop(table_id, None))
         return await asyncio.shield(loading)
 
+    def _table_rng(self) -> random.Random:
+        """A new table's generator: the OS CSPRNG itself (it has no state to share), or, from
+        a seeded generator, one seeded from it (tests and simulations deal the same each run)."""
+        if isinstance(self.rng, random.SystemRandom):
+            return self.rng
+        return random.Random(self.rng.getrandbits(128))
+
     async def _load(self, table_id: str) -> TableActor:
         actor = self.actors.get(table_id)
         if actor is None:
@@ -123,7 +131,7 @@ class TableService:
                     table_id,
                     self.outbox,
                     clock=self.clock,
-                    rng=random.Random(self.rng.getrandbits(128)),
+                    rng=self._table_rng(),
                     claim_seconds=self.claim_seconds,
                     grace_seconds=self.grace_seconds,
                 )
@@ -133,7 +141,7 @@ class TableService:
                     self.store,
                     self.outbox,
                     clock=self.clock,
-                    rng=random.Random(self.rng.getrandbits(128)),
+                    rng=self._table_rng(),
                     claim_seconds=self.claim_seconds,
                     grace_seconds=self.grace_seconds,
                 )

@@ -17,7 +17,7 @@ from server.engine import (
     legal_actions,
     to_move,
 )
-from server.tables.actor import Reply, TableActor, load_table
+from server.tables.actor import OUTSIDER_REFUSALS, Reply, TableActor, load_table
 from server.tables.records import (
     DeckCommitted,
     DeckRevealed,
@@ -243,3 +243,29 @@ async def test_a_refused_command_retried_later_is_refused_again_without_acting(
     assert (False, True, "rules/not_your_turn") == (retried.ok, retried.duplicate, retried.code)
     assert seq == await store.last_seq("t3")
     await again.stop()
+
+
+async def test_refusals_of_clients_without_a_seat_are_kept_in_memory_not_stored(
+    actor: TableActor,
+) -> None:
+    """Anyone may send commands to a table: an outsider's refused commands write nothing, and
+    only the latest ``OUTSIDER_REFUSALS`` of them answer a retry; a seated player's refusal is
+    still stored, for retries after a restart."""
+    await _open_game(actor)
+    game = actor.table.game
+    assert game is not None
+    seq = actor.table.seq
+    flood = OUTSIDER_REFUSALS + 20
+    for number in range(flood):
+        refused = await actor.submit("stranger", DrawStock(), f"s{number}")
+        assert (False, "table/not_seated") == (refused.ok, refused.code)
+    stored = [await actor.store.refusal("t1", f"s{number}") for number in range(flood)]
+    assert [None] * flood == stored
+    retried = await actor.submit("stranger", DrawStock(), f"s{flood - 1}")
+    assert (False, True, "table/not_seated") == (retried.ok, retried.duplicate, retried.code)
+    forgotten = await actor.submit("stranger", DrawStock(), "s0")
+    assert (False, False, "table/not_seated") == (forgotten.ok, forgotten.duplicate, forgotten.code)
+    waiting = actor.table.seats[1 - to_move(game)]
+    assert "rules/not_your_turn" == (await actor.submit(waiting, DrawStock(), "early")).code
+    assert await actor.store.refusal("t1", "early") is not None
+    assert seq == await actor.store.last_seq("t1")

@@ -1,16 +1,19 @@
-"""The table service: routing by table id and recovery of every unfinished table."""
+"""The table service: routing by table id, recovery of every unfinished table, and where its
+deals come from."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 
-from server.engine import DrawStock, legal_actions, to_move
+from server.engine import DrawStock, is_over, legal_actions, to_move
+from server.tables.actor import TableActor
+from server.tables.replay import read_rows, verify_deals
 from server.tables.service import TableService
 from server.tables.store import EventStore
-from server.tables.table import CreateTable, Sit, StartGame
+from server.tables.table import CreateTable, Sit, StartGame, empty_table, fold
 from server.tables.timers import ManualClock
-from tests.tables.test_actor import RecordingOutbox
+from tests.tables.test_actor import RecordingOutbox, _play_to_the_end
 
 WAIT = 10.0
 
@@ -57,3 +60,70 @@ async def test_a_restarted_service_resumes_every_unfinished_table_with_its_timer
     reply = await restarted.submit(untimed, player, legal_actions(game, seat)[0], "after")
     assert (True, seqs[untimed] + 1) == (reply.ok, reply.first_seq)
     await restarted.stop()
+
+
+async def _first_deal(service: TableService, table_id: str) -> tuple[int, tuple[int, ...]]:
+    """Open a 2-seat basic game at ``table_id``; return its first dealer and deck order."""
+    _, reply = await service.create("p0", CreateTable(variant="basic", seats=2), "c", table_id)
+    assert reply.ok
+    for player in ("p0", "p1"):
+        assert (await service.submit(table_id, player, Sit(), f"sit-{player}")).ok
+    assert (await service.submit(table_id, "p0", StartGame(), "start")).ok
+    table = service.actors[table_id].table
+    assert table.game is not None
+    return table.game.dealer, table.deck
+
+
+async def test_by_default_every_table_deals_from_the_os_csprng(store: EventStore) -> None:
+    """A service built without a generator shuffles with the operating system's CSPRNG (no
+    generator state that revealed decks could give away), and two such services deal
+    differently."""
+    decks = []
+    for table_id in ("a", "b"):
+        service = TableService(store, RecordingOutbox(store))
+        decks.append(await _first_deal(service, table_id))
+        assert isinstance(service.rng, random.SystemRandom)
+        assert isinstance(service.actors[table_id].rng, random.SystemRandom)
+        await service.stop()
+    assert decks[0][1] != decks[1][1]
+    assert sorted(decks[0][1]) == sorted(decks[1][1])
+
+
+def test_an_actor_built_without_a_generator_deals_from_the_os_csprng(store: EventStore) -> None:
+    """The same default for an actor made directly (tools and tests)."""
+    actor = TableActor(empty_table("t"), store, RecordingOutbox(store))
+    assert isinstance(actor.rng, random.SystemRandom)
+
+
+async def test_a_seeded_generator_still_deals_the_same_each_time(store: EventStore) -> None:
+    """Simulations and tests pass a seeded generator: the same seed deals the same decks."""
+    deals = []
+    for table_id, seed in (("a", 5), ("b", 5), ("c", 6)):
+        service = TableService(store, RecordingOutbox(store), rng=random.Random(seed))
+        deals.append(await _first_deal(service, table_id))
+        assert not isinstance(service.actors[table_id].rng, random.SystemRandom)
+        await service.stop()
+    assert deals[0] == deals[1]
+    assert deals[0][1] != deals[2][1]
+
+
+async def test_a_game_dealt_from_the_csprng_replays_exactly_from_its_log(
+    store: EventStore,
+) -> None:
+    """The deck is an event: folding the log again gives the live table, every deal checks."""
+    service = TableService(store, RecordingOutbox(store))
+    await _first_deal(service, "r")
+    actor = service.actors["r"]
+    await _play_to_the_end(actor, random.Random(9))
+    game = actor.table.game
+    assert game is not None
+    assert is_over(game)
+    await service.stop()
+    rows = await read_rows(store, "r")
+    replayed = empty_table("r")
+    for row in rows:
+        replayed = fold(replayed, row.record, row.seq)
+    assert actor.table == replayed
+    checks = verify_deals(rows, game=1)
+    assert checks
+    assert {"ok"} == {check.status for check in checks}
