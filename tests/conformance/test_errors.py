@@ -207,10 +207,11 @@ async def test_rules_refusals_change_nothing(alice: Peer, bob: Peer) -> None:
     drew = await mover.table(table, {"type": "draw_stock"}, seq=seq)
     assert drew["ok"], drew
     seq = int(drew["seq"])
-    not_held = next(card for card in range(52) if card not in hand and card not in pile)
+    held = (await mover.table(table, {"type": "resync"}))["result"]["view"]["hand"]
+    not_held = next(card for card in range(52) if card not in held and card not in pile)
     after_draw = await mover.table(table, {"type": "discard", "card": not_held}, seq=seq)
     if after_draw["ok"]:
-        pytest.fail(f"discarding {not_held}, not in {hand}, was accepted")
+        pytest.fail(f"discarding {not_held}, not in {held}, was accepted")
     assert after_draw["code"] in ("rules/card_not_held",)
     meld = {
         "type": "meld",
