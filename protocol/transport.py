@@ -236,7 +236,8 @@ class Transport:
 
     @property
     def address(self) -> BrokerAddress | None:
-        """The broker address connected to (or last tried)."""
+        """The broker address of the connection (or of the reconnection being tried); ``None``
+        before the first connection."""
         client: _Client = self._client
         return client.addresses[client.current] if client.addresses else None
 
