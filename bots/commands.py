@@ -45,7 +45,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     bots = commands.add_parser(
         "bots", help="run headless bot players against a server, like any client"
     )
-    bots.add_argument("--broker", default="mqtt://127.0.0.1:1883", help="(%(default)s)")
+    bots.add_argument(
+        "--broker",
+        default="mqtt://127.0.0.1:1883",
+        help="(%(default)s); several, comma-separated, for the nodes of a cluster",
+    )
     bots.add_argument("--count", type=int, default=2, help="how many bots (%(default)s)")
     bots.add_argument("--policy", default="greedy", help="random, greedy, simple, heuristic, mc")
     bots.add_argument("--variant", default="gin", choices=sorted(VARIANTS))

@@ -62,7 +62,7 @@ from protocol.messages import (
     Variants,
     Welcome,
 )
-from protocol.transport import BrokerAddress, Message, Transport, parse_broker_url
+from protocol.transport import BrokerAddress, Message, Transport, parse_broker_urls
 
 __all__ = ["Client", "GameUpdate", "RequestFailed", "TableSession"]
 
@@ -118,7 +118,10 @@ class Client:
         if not topics.valid_name(username):
             raise ValueError(f"a client name is 1-64 of A-Z a-z 0-9 _ . - ; got {username!r}")
         self.username = username
-        self.address = broker if isinstance(broker, BrokerAddress) else parse_broker_url(broker)
+        self.addresses = (
+            (broker,) if isinstance(broker, BrokerAddress) else parse_broker_urls(broker)
+        )
+        self.address = self.addresses[0]
         self.shard = topics.shard_of(username, shards)
         self.request_timeout = request_timeout
         self.attempts = attempts
@@ -149,7 +152,7 @@ class Client:
             TransportError: the broker is not reachable or refuses us.
         """
         self.transport.subscribe(topics.inbox(self.username), topics.server_status(), qos=0)
-        await self.transport.connect(self.address)
+        await self.transport.connect(self.addresses)
         self._reader = asyncio.create_task(self._read(), name=f"client-{self.username}")
         self._watcher = asyncio.create_task(self._watch(), name=f"client-{self.username}-link")
         self._online()

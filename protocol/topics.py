@@ -23,6 +23,8 @@ import re
 import zlib
 
 __all__ = [
+    "CLIENT_READ_FILTERS",
+    "CLIENT_WRITE_FILTERS",
     "NAME_PATTERN",
     "PREFIX",
     "SERVER_SUBSCRIPTIONS",
@@ -139,6 +141,27 @@ _PUBLIC_READ = (
     re.compile(rf"^{PREFIX}/tables/[^/]+$"),
     re.compile(rf"^{PREFIX}/server/status$"),
 )
+
+
+CLIENT_WRITE_FILTERS = (
+    f"{PREFIX}/lobby/+/{{user}}",
+    f"{PREFIX}/table/+/cmd/{{user}}",
+    f"{PREFIX}/presence/{{user}}",
+)
+"""The ACL of a client ``{user}`` as topic filters: where it may publish (what
+:func:`may_publish` allows, and ``deploy/mosquitto/acl``'s ``pattern write`` lines). Brokers
+that take filters (the NATS config of ``server.net.nats``) are generated from these."""
+
+CLIENT_READ_FILTERS = (
+    f"{PREFIX}/inbox/{{user}}",
+    f"{PREFIX}/table/+/events",
+    f"{PREFIX}/table/+/state",
+    f"{PREFIX}/table/+/chat",
+    f"{PREFIX}/tables/+",
+    f"{PREFIX}/server/status",
+)
+"""What a client ``{user}`` may read, as topic filters (:func:`may_read`, the ACL's
+``pattern read`` lines). The server account reads and writes ``ramino/v1/#``."""
 
 
 def may_publish(user: str, topic: str, server_user: str) -> bool:

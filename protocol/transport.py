@@ -3,7 +3,8 @@
 The server, the SDK and the bots all reach the broker through it, so the MQTT client library
 is one choice in one place. It speaks MQTT 3.1.1 (the embedded broker knows no other), or MQTT 5
 when asked (the server on an external broker, to see the retain flag of live messages),
-reconnects with backoff by itself, and subscribes again after every reconnection (sessions
+reconnects with backoff by itself (to the next of several broker addresses, when it has more
+than one: the nodes of a cluster), and subscribes again after every reconnection (sessions
 are clean). asyncio sets TCP_NODELAY on its TCP sockets, so a small message leaves at once;
 what is published during one pass of the event loop leaves in one write.
 """
@@ -14,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,7 +23,14 @@ from urllib.parse import urlsplit
 import gmqtt
 from gmqtt.mqtt.constants import MQTTv50, MQTTv311
 
-__all__ = ["BrokerAddress", "Message", "Transport", "TransportError", "parse_broker_url"]
+__all__ = [
+    "BrokerAddress",
+    "Message",
+    "Transport",
+    "TransportError",
+    "parse_broker_url",
+    "parse_broker_urls",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -54,6 +62,35 @@ def parse_broker_url(url: str) -> BrokerAddress:
     if parts.scheme != "mqtt" or not parts.hostname:
         raise ValueError(f"a broker address is mqtt://HOST:PORT, got {url!r}")
     return BrokerAddress(parts.hostname, parts.port or 1883)
+
+
+def parse_broker_urls(urls: str) -> tuple[BrokerAddress, ...]:
+    """Comma-separated addresses (``mqtt://h:1883,mqtt://h:1884``): the nodes of one broker
+    cluster, tried in turn.
+
+    Raises:
+        ValueError: one is not an address, or there is none.
+    """
+    addresses = tuple(parse_broker_url(url.strip()) for url in urls.split(",") if url.strip())
+    if not addresses:
+        raise ValueError(f"no broker address in {urls!r}")
+    return addresses
+
+
+class _Client(gmqtt.Client):  # type: ignore[misc]  # gmqtt has no types
+    """gmqtt's client, reconnecting to the next address of a list on each attempt."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.addresses: tuple[BrokerAddress, ...] = ()
+        self.current = 0
+
+    async def reconnect(self, delay: bool = False) -> None:
+        if len(self.addresses) > 1 and self._allow_reconnect():
+            self.current = (self.current + 1) % len(self.addresses)
+            address = self.addresses[self.current]
+            self._host, self._port = address.host, address.port
+        await super().reconnect(delay)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +176,7 @@ class Transport:
         will_message = (
             gmqtt.Message(will[0], will[1], qos=1, retain=will_retain) if will is not None else None
         )
-        self._client = gmqtt.Client(self.client_id, clean_session=True, will_message=will_message)
+        self._client = _Client(self.client_id, clean_session=True, will_message=will_message)
         self._client.set_auth_credentials(username, password or None)
         self._client.set_config({"reconnect_retries": -1, "reconnect_delay": reconnect_delay})
         self._client.on_message = self._on_message
@@ -168,23 +205,41 @@ class Transport:
         """QoS 1 messages sent at QoS 0 because the broker had not yet acknowledged as many
         as it lets a client have in flight (its MQTT 5 "receive maximum")"""
 
-    async def connect(self, address: BrokerAddress, keepalive: int = 30) -> None:
-        """Connect (the first time; later reconnections are automatic).
+    async def connect(
+        self, address: BrokerAddress | Sequence[BrokerAddress], keepalive: int = 30
+    ) -> None:
+        """Connect (the first time; later reconnections are automatic). Given several
+        addresses, the first that answers is used, and each reconnection attempt goes to the
+        next one in turn.
 
         Raises:
-            TransportError: the broker is not there or refuses the credentials.
+            TransportError: no broker is there, or one refuses the credentials.
         """
-        try:
-            await self._client.connect(
-                address.host,
-                address.port,
-                keepalive=keepalive,
-                version=MQTTv50 if self.mqtt5 else MQTTv311,
-            )
-        except (TimeoutError, OSError) as error:
-            raise TransportError(f"cannot reach the broker at {address.url}: {error}") from None
-        except Exception as error:  # gmqtt raises its own types for a refused CONNECT
-            raise TransportError(f"the broker at {address.url} refused us: {error}") from None
+        addresses = (address,) if isinstance(address, BrokerAddress) else tuple(address)
+        unreachable: list[str] = []
+        for index, where in enumerate(addresses):
+            try:
+                await self._client.connect(
+                    where.host,
+                    where.port,
+                    keepalive=keepalive,
+                    version=MQTTv50 if self.mqtt5 else MQTTv311,
+                )
+            except (TimeoutError, OSError) as error:
+                unreachable.append(f"cannot reach the broker at {where.url}: {error}")
+                continue
+            except Exception as error:  # gmqtt raises its own types for a refused CONNACK
+                raise TransportError(f"the broker at {where.url} refused us: {error}") from None
+            self._client.addresses, self._client.current = addresses, index
+            return
+        raise TransportError("; ".join(unreachable) or "no broker address")
+
+    @property
+    def address(self) -> BrokerAddress | None:
+        """The broker address of the connection (or of the reconnection being tried); ``None``
+        before the first connection."""
+        client: _Client = self._client
+        return client.addresses[client.current] if client.addresses else None
 
     async def close(self) -> None:
         """Disconnect cleanly (no will message is sent).
@@ -304,6 +359,8 @@ class Transport:
 
     def _on_connect(self, client: Any, flags: Any, rc: Any, properties: Any) -> None:
         self.connections += 1
+        if self.mqtt5 and client._connection_state.protocol_version != MQTTv50:
+            self.mqtt5 = False  # the broker refused MQTT 5 and gmqtt fell back to 3.1.1 (NATS)
         protocol: Any = getattr(getattr(client, "_connection", None), "_protocol", None)
         socket = getattr(protocol, "_transport", None)
         if socket is not None and not isinstance(socket, _Coalescing):

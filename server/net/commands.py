@@ -11,9 +11,10 @@ from pathlib import Path
 
 from protocol.transport import TransportError
 from server.net.accounts import Accounts, AccountsError, random_password
-from server.net.embedded import BrokerPortBusy
+from server.net.embedded import SERVER_USER, BrokerPortBusy
 from server.net.logs import configure_logging
 from server.net.metrics import MetricsAddressError
+from server.net.nats import NatsPasswords, sidecar_path
 from server.net.serve import ServeConfig, serve
 
 __all__ = ["SecretError", "add_commands", "read_secret", "serve_config"]
@@ -54,7 +55,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     serve_parser.add_argument(
         "--broker",
-        help="'embedded' (default: an MQTT broker inside this process) or mqtt://HOST:PORT",
+        help="'embedded' (default: an MQTT broker inside this process) or mqtt://HOST:PORT; "
+        "several, comma-separated, for the nodes of a cluster (tried in turn)",
     )
     serve_parser.add_argument(
         "--store", help="sqlite:///PATH (default sqlite:///ramino.db) or postgresql://..."
@@ -169,6 +171,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     remove.add_argument("name")
     actions.add_parser("list", help="list the accounts")
     accounts.set_defaults(handler=_command_accounts)
+    _add_nats_config(actions)
 
 
 def serve_config(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> ServeConfig:
@@ -255,14 +258,63 @@ def _command_accounts(args: argparse.Namespace) -> int:
                 print(f"ramino: no account {args.name!r} in {path}", file=sys.stderr)
                 return 1
             accounts.save(path)
+            _update_nats_passwords(path, args.name, None)
             print(f"removed {args.name}")
             return 0
         chosen = read_secret(args.password_file) if args.password_file else args.password
         password = chosen or random_password()
         accounts.add(args.name, password)
         accounts.save(path)
+        _update_nats_passwords(path, args.name, password)
     except (AccountsError, SecretError) as error:
         print(f"ramino: {error}", file=sys.stderr)
         return 2
     print(f"added {args.name}" if chosen else f"{args.name} {password}")
+    return 0
+
+
+def _add_nats_config(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    nats_config = actions.add_parser(
+        "nats-config",
+        help="write the authorization block of a NATS broker (deploy/nats/)",
+        description="Write NATS's authorization block (users, bcrypt hashes, per-user "
+        "permissions equal to the Mosquitto ACL) from the accounts file and its bcrypt sidecar "
+        "FILE.nats, which 'accounts add' keeps. Every node includes the same file.",
+    )
+    nats_config.add_argument(
+        "--output", default="-", help="where to write it (default: standard output)"
+    )
+    nats_config.add_argument("--server-user", default=SERVER_USER, help=f"({SERVER_USER})")
+    nats_config.set_defaults(handler=_command_nats_config)
+
+
+def _update_nats_passwords(path: Path, name: str, password: str | None) -> None:
+    """Keep the bcrypt sidecar of ``path`` (for NATS) in step with an added or removed account."""
+    sidecar = sidecar_path(path)
+    passwords = NatsPasswords.load(sidecar)
+    if password is None:
+        if name not in passwords.hashes:
+            return
+        passwords.remove(name)
+    else:
+        passwords.add(name, password)
+    passwords.save(sidecar)
+
+
+def _command_nats_config(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        accounts = Accounts.load(path)
+        text, left_out = NatsPasswords.load(sidecar_path(path)).config(accounts, args.server_user)
+    except AccountsError as error:
+        print(f"ramino: {error}", file=sys.stderr)
+        return 2
+    for name in left_out:
+        reason = "a '.' in the name" if "." in name else "no bcrypt hash: add it again"
+        print(f"ramino: {name} left out of the NATS config ({reason})", file=sys.stderr)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        NatsPasswords({}).save(args.output)  # created 0600 before the hashes go in
+        Path(args.output).write_text(text, encoding="utf-8")
     return 0

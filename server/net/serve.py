@@ -2,10 +2,11 @@
 
 Settings come from the command line or ``RAMINO_*`` environment variables (the command line
 wins): the broker (``embedded``, the default, runs an amqtt broker in this process; or
-``mqtt://HOST:PORT``), the store URL, the server account's name and password, the accounts
-file of the embedded broker (none: guests) or where it keeps its guest names, timers, table
-lifetimes and limits, the embedded broker's connection limits
-(:class:`~server.net.broker_limits.BrokerLimits`), and where to serve Prometheus metrics
+``mqtt://HOST:PORT``, or several, comma-separated: the nodes of a broker cluster, tried in
+turn), the store URL, the server account's name and password, the accounts file of the embedded
+broker (none: guests) or where it keeps its guest names, timers, table lifetimes and limits, the
+embedded broker's connection limits (:class:`~server.net.broker_limits.BrokerLimits`), and where
+to serve Prometheus metrics
 (``--metrics HOST:PORT``, ``server.net.metrics``; none by default). At start the process raises
 its soft file limit to the hard one.
 """
@@ -27,7 +28,7 @@ from protocol import topics
 from protocol.codec import encode
 from protocol.messages import PROTOCOL_VERSION, ServerStatus
 from protocol.runtime import tune_gc
-from protocol.transport import BrokerAddress, Transport, parse_broker_url
+from protocol.transport import BrokerAddress, Transport, parse_broker_url, parse_broker_urls
 from server.net.accounts import Accounts, AccountsError
 from server.net.broker_limits import BrokerLimits, raise_file_limit
 from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
@@ -72,6 +73,7 @@ class ServeConfig:
     """Everything ``ramino serve`` needs; see the module docstring."""
 
     broker: str = "embedded"
+    """``embedded`` or ``mqtt://HOST:PORT[,mqtt://HOST:PORT...]`` (a cluster's nodes)."""
     store: str = "sqlite:///ramino.db"
     port: int = 1883
     """Port of the embedded broker (taken: a free one is used and printed)."""
@@ -184,9 +186,9 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
                 config.port, accounts, password, config.server_user, config.broker_limits, guests
             )
             stack.push_async_callback(broker.stop)
-            address = parse_broker_url(broker.url)
+            addresses: tuple[BrokerAddress, ...] = (parse_broker_url(broker.url),)
         else:
-            address = parse_broker_url(config.broker)
+            addresses = parse_broker_urls(config.broker)
         store = await open_store(config.store)
         stack.push_async_callback(store.close)
         offline = encode(_offline_status())
@@ -199,7 +201,7 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             write_spacing=WRITE_SPACING,
             mqtt5=config.broker != "embedded" if config.mqtt5 is None else config.mqtt5,
         )
-        await transport.connect(address)
+        await transport.connect(addresses)
         stack.push_async_callback(transport.close)
         gateway = Gateway(transport, clock=clock, limits=config.limits)
         service = TableService(
@@ -221,7 +223,16 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
         stack.push_async_callback(service.stop)
         stack.push_async_callback(gateway.stop)
         resumed = list(service.actors)
-        yield Running(address, service, gateway, store, password, resumed, metrics, metrics_port)
+        yield Running(
+            transport.address or addresses[0],
+            service,
+            gateway,
+            store,
+            password,
+            resumed,
+            metrics,
+            metrics_port,
+        )
 
 
 def guests_path(guests: str, store: str) -> Path | None:

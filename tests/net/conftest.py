@@ -260,6 +260,28 @@ def mosquitto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MosquittoBro
         _stop(process)
 
 
+@pytest.fixture(scope="session")
+def nats_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerUnderTest]:
+    """A 3-node NATS cluster (deploy/nats/node.conf, MQTT and JetStream) with the generated
+    authorization, the server account and TEST_USERS (tests/net/nats_cluster.py).
+
+    Skipped when ``nats-server`` is missing, unless ``CI=true`` (then it fails).
+    """
+    from tests.net.nats_cluster import nats_binary, start_cluster
+
+    binary = nats_binary()
+    if binary is None:
+        reason = "the nats-server binary is not installed (apt install nats-server)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    cluster = start_cluster(binary, tmp_path_factory.mktemp("nats"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture
 async def embedded_broker() -> AsyncIterator[BrokerUnderTest]:
     """The embedded broker in guest mode on a free port, with a server password; the test users'
