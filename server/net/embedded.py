@@ -40,6 +40,11 @@ from the per-user and subscription limits. Each socket's task carries its counte
 :class:`~server.net.broker_limits.Connection` in a context variable, so the CONNECT hook knows
 which socket it is admitting.
 
+A second listener, MQTT over WebSockets (``web=(host, port)``, ``ramino serve --web``), runs the
+same authentication and topic plugins; its plain HTTP requests go to an ``http`` handler (the
+web page, :mod:`server.net.web`). Its sockets are not counted by the connection limits above
+(``max_connections``, ``connect_timeout``, the per-user cap); the subscription limit holds.
+
 Not covered, for development and small rooms only: amqtt has no maximum packet size (Mosquitto's
 ``max_packet_size``), and a CONNECT reusing a connected client's id takes that connection over
 even when its credentials are then refused. Accepted sockets get TCP_NODELAY explicitly (asyncio
@@ -55,16 +60,20 @@ import errno
 import hmac
 import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from types import TracebackType
 from typing import Any
 
+import websockets
 from amqtt.broker import Broker
-from amqtt.contexts import Action
+from amqtt.contexts import Action, ListenerType
 from amqtt.errors import AMQTTError, BrokerError
 from amqtt.plugins.base import BaseAuthPlugin, BaseTopicPlugin
 from amqtt.session import Session
+from websockets.asyncio.server import ServerConnection
+from websockets.http11 import Request, Response
 
 from protocol import topics
 from server.net.accounts import Accounts
@@ -82,6 +91,7 @@ __all__ = [
     "BrokerLimits",
     "BrokerPortBusy",
     "EmbeddedBroker",
+    "HttpHandler",
     "may_subscribe",
 ]
 
@@ -89,7 +99,7 @@ HOST = "127.0.0.1"
 SERVER_USER = "ramino-server"
 """The server's MQTT username (the ``user`` section of ``deploy/mosquitto/acl``)."""
 
-_QUIET_LOGGERS = ("amqtt", "transitions")
+_QUIET_LOGGERS = ("amqtt", "transitions", "websockets")
 _NOT_A_CLIENT = "#"
 """A user that no client can be (``#`` is not a valid name): it may read only public topics."""
 _REFUSED = 0x80
@@ -98,6 +108,11 @@ _connection: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
     "ramino_broker_connection", default=None
 )
 """The socket whose task is running (amqtt handles each connection in one task)."""
+
+
+HttpHandler = Callable[[ServerConnection, Request], Response | None]
+"""Answers the plain HTTP requests of the WebSocket listener (``None``: go on with the
+WebSocket handshake)."""
 
 
 class BrokerPortBusy(RuntimeError):
@@ -234,12 +249,41 @@ class _Snapshots(dict[str, Any]):
 class _RaminoBroker(Broker):  # type: ignore[misc]
     """amqtt's broker with its ACL bypasses closed (see the module docstring)."""
 
-    def __init__(self, config: dict[str, Any], policy: _Policy, book: LimitsBook) -> None:
+    def __init__(
+        self,
+        config: dict[str, Any],
+        policy: _Policy,
+        book: LimitsBook,
+        http: HttpHandler | None = None,
+    ) -> None:
         super().__init__(config)
+        self._ramino_http = http
         self._ramino_policy = policy
         self._ramino_limits = book
         self.__dict__["_subscriptions"] = _Snapshots(self.__dict__["_subscriptions"])
         self._writers: set[Any] = set()
+
+    async def _create_server_instance(
+        self,
+        listener_name: str,
+        listener_type: ListenerType,
+        address: str | None,
+        port: int,
+        ssl_context: Any,
+    ) -> Any:
+        if listener_type != ListenerType.WS or self._ramino_http is None:
+            return await super()._create_server_instance(
+                listener_name, listener_type, address, port, ssl_context
+            )
+        # amqtt's WebSocket listener, which also answers plain HTTP requests (the web page).
+        return await websockets.serve(
+            partial(self.ws_connected, listener_name=listener_name),
+            address,
+            port,
+            ssl=ssl_context,
+            subprotocols=[websockets.Subprotocol("mqtt")],
+            process_request=self._ramino_http,
+        )
 
     async def stream_connected(self, reader: Any, writer: Any, listener_name: str) -> None:
         counted = self._ramino_limits.open_socket()
@@ -378,9 +422,13 @@ class EmbeddedBroker:
         server_password: str,
         server_user: str = SERVER_USER,
         limits: BrokerLimits | None = None,
+        web: tuple[str, int] | None = None,
+        http: HttpHandler | None = None,
     ) -> None:
         """Configure the broker; :meth:`start` (or ``async with``) starts it. ``limits``:
         :class:`~server.net.broker_limits.BrokerLimits` (its defaults when ``None``).
+        ``web``: also listen for MQTT over WebSockets on this (host, port), where ``http``
+        answers the plain HTTP requests (the web page).
 
         Raises:
             ValueError: ``server_password`` is empty or ``server_user`` is not a valid name.
@@ -396,6 +444,9 @@ class EmbeddedBroker:
         self._log_filter = FailureLogFilter()
         self._broker: _RaminoBroker | None = None
         self._port: int | None = None
+        self._web = web
+        self._http = http
+        self._web_port: int | None = None
 
     @property
     def port(self) -> int:
@@ -407,6 +458,17 @@ class EmbeddedBroker:
         if self._port is None:
             raise RuntimeError("the embedded broker is not running")
         return self._port
+
+    @property
+    def web_port(self) -> int:
+        """The port of the WebSocket listener.
+
+        Raises:
+            RuntimeError: the broker is not running or has no WebSocket listener.
+        """
+        if self._web_port is None:
+            raise RuntimeError("the embedded broker has no WebSocket listener running")
+        return self._web_port
 
     @property
     def limits(self) -> BrokerLimits:
@@ -440,17 +502,20 @@ class EmbeddedBroker:
         for name in _QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.WARNING)
         policy = {"policy": self._policy}
+        listeners: dict[str, dict[str, str]] = {
+            "default": {"type": "tcp", "bind": f"{HOST}:{self._requested_port}"},
+        }
+        if self._web is not None:
+            listeners["web"] = {"type": "ws", "bind": f"{self._web[0]}:{self._web[1]}"}
         config = {
-            "listeners": {
-                "default": {"type": "tcp", "bind": f"{HOST}:{self._requested_port}"},
-            },
+            "listeners": listeners,
             "plugins": {
                 f"{__name__}.RaminoAuthPlugin": policy,
                 f"{__name__}.RaminoTopicPlugin": policy,
             },
         }
         book = LimitsBook(self._limits, self._policy.server_user, connection_cap(self._limits))
-        broker = _RaminoBroker(config, self._policy, book)
+        broker = _RaminoBroker(config, self._policy, book, self._http)
         broker_logger = logging.getLogger("amqtt.broker")
         level = broker_logger.level
         # A busy port is reported by BrokerPortBusy; amqtt would also log it with a traceback.
@@ -459,6 +524,11 @@ class EmbeddedBroker:
             await broker.start()
         except BrokerError as exc:
             if _is_address_in_use(exc):
+                if self._web is not None and self._requested_port == 0:
+                    host, port = self._web
+                    raise BrokerPortBusy(
+                        f"cannot start the web listener: {host}:{port} is already in use"
+                    ) from exc
                 raise BrokerPortBusy(
                     f"cannot start the embedded broker: {HOST}:{self._requested_port} is already"
                     " in use (by another broker?). Use that broker with"
@@ -471,10 +541,13 @@ class EmbeddedBroker:
         logging.getLogger("amqtt.broker").addFilter(self._log_filter)
         # amqtt keeps its listening servers private; port 0 is only known from the socket.
         self._port = broker._servers["default"].instance.sockets[0].getsockname()[1]
+        if self._web is not None:
+            self._web_port = broker._servers["web"].instance.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
         """Disconnect every client and stop listening (nothing is kept)."""
         broker, self._broker, self._port = self._broker, None, None
+        self._web_port = None
         logging.getLogger("amqtt.broker").removeFilter(self._log_filter)
         if broker is not None:
             # amqtt warns of the messages it drops as it stops (the last wills and presences
