@@ -18,7 +18,7 @@ $(UV):
 	@touch $@
 
 demo: .venv/.synced
-	$(RUN) ramino demo
+	$(RUN) ramino demo --web 127.0.0.1:8080
 
 test: .venv/.synced
 	$(RUN) pytest

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bots.client import Stats, TablePlan, TableProgress, run_bots
+from bots.house import HouseBots
 from protocol.runtime import tune_gc
 from server.engine import make_rules
 from server.net.serve import ServeConfig, running
@@ -51,6 +52,9 @@ class DemoOptions:
     think_ms: float = 40.0
     plans: tuple[TablePlan, ...] = DEFAULT_PLANS
     refresh: float = 0.25
+    web: str = ""
+    """``HOST:PORT`` of the web page ("": none). With it, house bots play against the people
+    who open public tables there, and the demo runs until Ctrl-C."""
 
 
 async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
@@ -59,11 +63,22 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     stats = Stats()
     live = out.isatty()
     async with running(
-        ServeConfig(broker="embedded", store=options.store, port=options.port)
+        ServeConfig(broker="embedded", store=options.store, port=options.port, web=options.web)
     ) as server:
         tune_gc()  # server and bots in one process: no long collector pauses
         broker = server.address.url
         print(f"Ramino demo: embedded broker on {broker}, store {options.store}", file=out)
+        house: HouseBots | None = None
+        if server.web_url:
+            # The demo's own bots open their tables as demo-N: house bots leave those alone.
+            house = HouseBots(broker, ignore_hosts=("demo-",))
+            await house.start()
+            print(
+                f"Play in a browser: open {server.web_url} , create a public table and a"
+                " bot takes the other seats.",
+                file=out,
+                flush=True,
+            )
         print(
             f"{sum(p.seats for p in options.plans)} {options.policy} bots at "
             f"{len(options.plans)} tables; Ctrl-C stops.\n",
@@ -115,6 +130,14 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
             _draw(out, stats, drawn)
         print(("\nStopped. " if interrupted else "\nDone. ") + stats.line(), file=out)
         _epilogue(out, options, stats, broker)
+        if house is not None:
+            if not interrupted:
+                print(f"\nThe web page stays up at {server.web_url} ; Ctrl-C stops.", file=out)
+                with contextlib.suppress(NotImplementedError):
+                    loop.add_signal_handler(signal.SIGINT, stop.set)
+                await stop.wait()
+                interrupted = True
+            await house.stop()
     return 130 if interrupted else 0
 
 

@@ -36,6 +36,17 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve_parser.add_argument(
         "--port", type=int, help="port of the embedded broker (default 1883; a free one if taken)"
     )
+    serve_parser.add_argument(
+        "--web",
+        metavar="HOST:PORT",
+        help="serve the web page and MQTT over WebSockets (path /mqtt) there (docs/web.md)",
+    )
+    serve_parser.add_argument(
+        "--house-bots",
+        action="store_true",
+        default=None,
+        help="bots take the free seats of public tables waiting for players",
+    )
     serve_parser.add_argument("--server-user", help="the server's MQTT account (ramino-server)")
     serve_parser.add_argument(
         "--server-password", help="its password (embedded broker: a random one by default)"
@@ -107,6 +118,8 @@ def _command_serve(args: argparse.Namespace) -> int:
         server_user=args.server_user,
         server_password=args.server_password,
         accounts=args.accounts,
+        web=args.web,
+        house_bots=args.house_bots,
         grace_seconds=args.grace_seconds,
         claim_seconds=args.claim_seconds,
         rate=args.rate,

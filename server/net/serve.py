@@ -29,6 +29,7 @@ from server.net.accounts import Accounts
 from server.net.broker_limits import BrokerLimits, raise_file_limit
 from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
+from server.net.web import parse_web, static_site
 from server.tables.service import TableService
 from server.tables.store import EventStore, open_store
 from server.tables.timers import Clock, SystemClock
@@ -68,6 +69,10 @@ class ServeConfig:
     limits: Limits = field(default_factory=Limits)
     broker_limits: BrokerLimits = field(default_factory=BrokerLimits)
     """Connection and subscription limits of the embedded broker."""
+    web: str = ""
+    """``HOST:PORT`` of the web page and of MQTT over WebSockets (embedded broker); "": none."""
+    house_bots: bool = False
+    """Seat bots at the public tables waiting for players (``bots.house``)."""
     mqtt5: bool | None = None
     """Whether the server's connection speaks MQTT 5 (``None``: on an external broker only). It
     needs MQTT 5 to tell a retained command from a new one on an external broker; the embedded
@@ -85,6 +90,7 @@ class ServeConfig:
             ("server_user", str),
             ("server_password", str),
             ("accounts", str),
+            ("web", str),
             ("grace_seconds", float),
             ("claim_seconds", float),
             ("rate", float),
@@ -120,6 +126,8 @@ class Running:
     store: EventStore
     server_password: str
     resumed: list[str]
+    web_url: str = ""
+    """The web page's address (``http://HOST:PORT/``), "" without ``--web``."""
 
 
 @contextlib.asynccontextmanager
@@ -132,17 +140,24 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
         StoreError: the store cannot be opened.
     """
     clock = clock or SystemClock()
+    web_url = ""
     async with contextlib.AsyncExitStack() as stack:
         password = config.server_password
         if config.broker == "embedded":
             password = password or secrets.token_urlsafe(16)
             accounts = Accounts.load(config.accounts) if config.accounts else None
+            web = parse_web(config.web) if config.web else None
             broker = await _embedded(
-                config.port, accounts, password, config.server_user, config.broker_limits
+                config.port, accounts, password, config.server_user, config.broker_limits, web
             )
             stack.push_async_callback(broker.stop)
             address = parse_broker_url(broker.url)
+            if web is not None:
+                shown = "127.0.0.1" if web[0] in ("", "0.0.0.0", "::") else web[0]
+                web_url = f"http://{shown}:{broker.web_port}/"
         else:
+            if config.web:
+                raise ValueError("--web needs the embedded broker (see docs/web.md)")
             address = parse_broker_url(config.broker)
         store = await open_store(config.store)
         stack.push_async_callback(store.close)
@@ -171,35 +186,55 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
         stack.push_async_callback(service.stop)
         stack.push_async_callback(gateway.stop)
         resumed = list(service.actors)
-        yield Running(address, service, gateway, store, password, resumed)
+        if config.house_bots:
+            from bots.house import HouseBots
+
+            house = HouseBots(address.url)
+            await house.start()
+            stack.push_async_callback(house.stop)
+        yield Running(address, service, gateway, store, password, resumed, web_url)
 
 
 async def _embedded(
-    port: int, accounts: Accounts | None, password: str, server_user: str, limits: BrokerLimits
+    port: int,
+    accounts: Accounts | None,
+    password: str,
+    server_user: str,
+    limits: BrokerLimits,
+    web: tuple[str, int] | None = None,
 ) -> EmbeddedBroker:
     """The embedded broker on ``port``, or on a free port if that one is taken."""
+    http = static_site() if web is not None else None
     broker = EmbeddedBroker(
         port=port,
         accounts=accounts,
         server_password=password,
         server_user=server_user,
         limits=limits,
+        web=web,
+        http=http,
     )
     try:
         await broker.start()
     except BrokerPortBusy:
-        if port == 0:
+        if port == 0 and (web is None or web[1] == 0):
             raise
+        free_web = None if web is None else (web[0], 0)
         broker = EmbeddedBroker(
             port=0,
             accounts=accounts,
             server_password=password,
             server_user=server_user,
             limits=limits,
+            web=free_web,
+            http=http,
         )
         await broker.start()
+        where = f"the embedded broker listens on {broker.port}"
+        if web is not None:
+            where += f" and the web page on {broker.web_port}"
         print(
-            f"ramino: port {port} is taken; the embedded broker listens on {broker.port} "
+            f"ramino: port {port}{'' if web is None else f' or {web[1]}'} is taken; {where} "
             f"instead (or connect to a broker of your own with --broker mqtt://HOST:PORT)",
             file=sys.stderr,
         )
@@ -238,5 +273,7 @@ async def serve(config: ServeConfig, announce: Callable[[str], None] | None = No
             f"ramino: serving on {where} {server.address.url}, store {config.store}, "
             f"{len(server.resumed)} table(s) resumed; Ctrl-C stops"
         )
+        if server.web_url:
+            announce(f"ramino: play in a browser at {server.web_url}")
         await stop.wait()
         announce("ramino: stopping")
