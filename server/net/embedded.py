@@ -42,8 +42,8 @@ which socket it is admitting.
 
 A second listener, MQTT over WebSockets (``web=(host, port)``, ``ramino serve --web``), runs the
 same authentication and topic plugins; its plain HTTP requests go to an ``http`` handler (the
-web page, :mod:`server.net.web`). Its sockets are not counted by the connection limits above
-(``max_connections``, ``connect_timeout``, the per-user cap); the subscription limit holds.
+web page, :mod:`server.net.web`). Its MQTT connections count against the same limits (the
+HTTP requests for the page do not).
 
 Not covered, for development and small rooms only: amqtt has no maximum packet size (Mosquitto's
 ``max_packet_size``), and a CONNECT reusing a connected client's id takes that connection over
@@ -246,6 +246,18 @@ class _Snapshots(dict[str, Any]):
         return list(super().items())
 
 
+class _WebSocketCloser:
+    """A WebSocket as the limits close a connection taken over: ``close()`` without waiting."""
+
+    def __init__(self, websocket: ServerConnection) -> None:
+        self._websocket = websocket
+        self._closing: asyncio.Task[None] | None = None
+
+    def close(self) -> None:
+        if self._closing is None:
+            self._closing = asyncio.get_running_loop().create_task(self._websocket.close())
+
+
 class _RaminoBroker(Broker):  # type: ignore[misc]
     """amqtt's broker with its ACL bypasses closed (see the module docstring)."""
 
@@ -284,6 +296,19 @@ class _RaminoBroker(Broker):  # type: ignore[misc]
             subprotocols=[websockets.Subprotocol("mqtt")],
             process_request=self._ramino_http,
         )
+
+    async def ws_connected(self, websocket: ServerConnection, listener_name: str) -> None:
+        counted = self._ramino_limits.open_socket()
+        if counted is None:
+            await websocket.close()  # over max_connections
+            return
+        counted.writer = _WebSocketCloser(websocket)
+        _connection.set(counted)
+        try:
+            await super().ws_connected(websocket, listener_name)
+        finally:
+            self._forget_refused(counted)
+            self._ramino_limits.close_socket(counted)
 
     async def stream_connected(self, reader: Any, writer: Any, listener_name: str) -> None:
         counted = self._ramino_limits.open_socket()

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import aiomqtt
 import pytest
 
+from server.net.broker_limits import BrokerLimits
 from server.net.embedded import EmbeddedBroker
 from server.net.web import MQTT_PATH, STATIC_ROOT, static_site
 
@@ -72,3 +73,27 @@ async def test_a_websocket_client_may_not_read_another_inbox(web_broker: Embedde
         assert [REFUSED] == [code if isinstance(code, int) else code.value for code in granted]
         granted = await client.subscribe("ramino/v1/tables/+")
         assert [0] == [code if isinstance(code, int) else code.value for code in granted]
+
+
+async def test_websocket_connections_count_against_the_per_user_limit() -> None:
+    limits = BrokerLimits(max_connections_per_user=1)
+    broker = EmbeddedBroker(
+        port=0,
+        server_password=PASSWORD,
+        limits=limits,
+        web=("127.0.0.1", 0),
+        http=static_site(),
+    )
+    async with broker, _client(broker, "mallory", "any"):
+        second = aiomqtt.Client(
+            "127.0.0.1",
+            broker.port,
+            username="mallory",
+            password="any",
+            identifier="mallory-tcp",
+            timeout=5,
+        )
+        with pytest.raises(aiomqtt.MqttError):
+            async with second:
+                pass
+        assert 1 == broker.book.refused_connects
