@@ -163,6 +163,10 @@ def test_lobby_create_play_a_knock_game_reconnect_and_spectate(site: str, browse
     expect(page.locator("#hand .card")).to_have_count(10, timeout=STEP)
     expect(page.locator("#seats-view")).to_contain_text("house-", timeout=STEP)
 
+    page.fill("#chat", "good luck")
+    page.click("#chat-button")
+    expect(page.locator("#log")).to_contain_text("alice: good luck", timeout=STEP)
+
     # The tab is closed in the middle of the game and opened again: same seat, same hand.
     _my_move_or_end(page)
     before = _hand(page)

@@ -81,6 +81,11 @@ function onMessage(topic, payload) {
     } else if (message.type === "update") onUpdate(message);
   } else if (topic === `${PREFIX}/table/${state.table}/chat`) {
     addLog(`${message.sender}: ${message.text}`);
+  } else if (topic === `${PREFIX}/table/${state.table}/state` && state.seat < 0 && message.seq > state.seq) {
+    // A spectator gets no updates: the retained snapshot (republished within a second) is its view.
+    state.listing = message.table; state.seq = message.seq; state.view = message.view;
+    state.legal = []; state.deadline = message.deadline; state.status = message.table.status;
+    renderGame();
   }
 }
 
@@ -120,7 +125,7 @@ async function openTable(table, invite = "") {
     state.table = table; state.seq = 0; state.results = []; $("log").textContent = "";
   }
   localStorage.setItem("ramino.table", table);
-  state.client.subscribe(`${PREFIX}/table/${table}/chat`, { qos: 0 });
+  state.client.subscribe([`${PREFIX}/table/${table}/chat`, `${PREFIX}/table/${table}/state`], { qos: 0 });
   const reply = await checked(tableCmd(table, { type: "join", invite_code: invite }));
   if (!reply.ok) { state.table = ""; localStorage.removeItem("ramino.table"); showLobby(); return; }
   applySynced(reply.result);
@@ -128,7 +133,7 @@ async function openTable(table, invite = "") {
 }
 
 function showLobby() {
-  if (state.table) state.client.unsubscribe(`${PREFIX}/table/${state.table}/chat`);
+  if (state.table) state.client.unsubscribe([`${PREFIX}/table/${state.table}/chat`, `${PREFIX}/table/${state.table}/state`]);
   state.table = ""; localStorage.removeItem("ramino.table");
   $("game").hidden = true; $("lobby").hidden = false; renderLobby();
 }
@@ -255,6 +260,7 @@ function renderGame() {
     if (view.pile.length) table.append(cardButton(view.pile[view.pile.length - 1]));
     else table.append("empty");
   }
+  $("chat-form").hidden = state.seat < 0;
   renderHand(); renderActions(); renderScores(); renderTurn();
 }
 
@@ -355,6 +361,12 @@ $("login-form").addEventListener("submit", (event) => {
 });
 $("create-form").addEventListener("submit", (event) => { event.preventDefault(); createTable(); });
 $("variant").addEventListener("change", fillOptions);
+$("chat-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = $("chat").value.trim(); if (!text) return;
+  const reply = await checked(tableCmd(state.table, { type: "chat", text }));
+  if (reply.ok) $("chat").value = "";
+});
 $("back").addEventListener("click", showLobby);
 $("sort").addEventListener("click", () => {
   state.byRank = !state.byRank; $("sort").textContent = state.byRank ? "sort by suit" : "sort by rank"; renderHand();
