@@ -210,6 +210,12 @@ def test_a_gin_hand_on_a_phone_screen(site: str, browser: Browser) -> None:
     _create(page, "gin")
     expect(page.locator("#hand .card")).to_have_count(10, timeout=STEP)
     _my_move_or_end(page)
+    # The keyboard moves a card within the hand: Alt+Right on the first card makes it second.
+    first, second = page.locator("#hand .card").all_inner_texts()[:2]
+    page.locator("#hand .card").first.focus()
+    page.keyboard.press("Alt+ArrowRight")
+    assert [second, first] == page.locator("#hand .card").all_inner_texts()[:2]
+    expect(page.locator("#hand .card").nth(1)).to_be_focused()
     DOCS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(DOCS / "gin-hand.png"), full_page=True)
     width = page.evaluate("document.documentElement.scrollWidth")

@@ -9,7 +9,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   client: null, name: "", pending: new Map(), listings: new Map(), variants: [],
   table: "", seq: 0, seat: -1, view: null, legal: [], status: "", deadline: 0,
-  listing: null, byRank: false, results: [], invite: "",
+  listing: null, byRank: false, results: [], invite: "", order: [],
 };
 
 function hex(bytes) {
@@ -122,7 +122,7 @@ function applySynced(synced) {
 
 async function openTable(table, invite = "") {
   if (state.table !== table) {
-    state.table = table; state.seq = 0; state.results = []; $("log").textContent = "";
+    state.table = table; state.seq = 0; state.results = []; state.order = []; $("log").textContent = "";
   }
   localStorage.setItem("ramino.table", table);
   state.client.subscribe([`${PREFIX}/table/${table}/chat`, `${PREFIX}/table/${table}/state`], { qos: 0 });
@@ -234,7 +234,19 @@ function cardButton(card, onClick) {
 
 function sortedHand(hand) {
   const key = (c) => { const f = c & 63; return state.byRank ? (f % 13) * 4 + Math.floor(f / 13) : f; };
-  return [...hand].sort((a, b) => key(a) - key(b));
+  const sorted = [...hand].sort((a, b) => key(a) - key(b));
+  // The player's own order (drag, or Alt+arrow keys) first; new cards after, sorted.
+  const kept = state.order.filter((c) => hand.includes(c));
+  state.order = [...kept, ...sorted.filter((c) => !kept.includes(c))];
+  return state.order;
+}
+
+function moveCard(card, to) {
+  const from = state.order.indexOf(card);
+  if (from < 0 || to < 0 || to >= state.order.length) return;
+  state.order.splice(from, 1); state.order.splice(to, 0, card);
+  renderHand();
+  const moved = $("hand").querySelector(`[data-card="${card}"]`); if (moved) moved.focus();
 }
 
 function renderGame() {
@@ -281,8 +293,20 @@ function renderHand() {
   const discards = new Map(state.legal.filter((c) => c.type === "discard").map((c) => [c.card, c]));
   for (const card of sortedHand(view.hand)) {
     const command = discards.get(card);
-    const element = cardButton(card, command ? () => play(command) : null);
+    const element = cardButton(card, command ? () => play(command) : () => {});
     element.setAttribute("role", "listitem");
+    element.dataset.card = String(card); element.draggable = true;
+    element.addEventListener("dragstart", (event) => { event.dataTransfer.setData("text/plain", String(card)); });
+    element.addEventListener("dragover", (event) => event.preventDefault());
+    element.addEventListener("drop", (event) => {
+      event.preventDefault();
+      moveCard(Number(event.dataTransfer.getData("text/plain")), state.order.indexOf(card));
+    });
+    element.addEventListener("keydown", (event) => {
+      if (!event.altKey || (event.key !== "ArrowLeft" && event.key !== "ArrowRight")) return;
+      event.preventDefault();
+      moveCard(card, state.order.indexOf(card) + (event.key === "ArrowLeft" ? -1 : 1));
+    });
     if (command) { element.classList.add("legal"); element.title = "discard"; element.dataset.discard = "1"; }
     hand.append(element);
   }
@@ -369,7 +393,7 @@ $("chat-form").addEventListener("submit", async (event) => {
 });
 $("back").addEventListener("click", showLobby);
 $("sort").addEventListener("click", () => {
-  state.byRank = !state.byRank; $("sort").textContent = state.byRank ? "sort by suit" : "sort by rank"; renderHand();
+  state.byRank = !state.byRank; state.order = []; $("sort").textContent = state.byRank ? "sort by suit" : "sort by rank"; renderHand();
 });
 setInterval(() => { if (state.deadline > 0) renderTurn(); }, 1000);
 
