@@ -136,19 +136,27 @@ def _my_move_or_end(page: Page) -> None:
 
 
 def _play_one_move(page: Page, turns: int) -> bool:
-    """Click one offered move; False once the game is over. Knocks from the fourth turn."""
+    """Click one offered move; False once the game is over. Moves that use cards are offered
+    once their cards are selected: a card is selected, then its knock (from the fourth turn)
+    or its discard clicked."""
     _my_move_or_end(page)
     if "Game over" in page.inner_text("#turn"):
         return False
-    knock = page.locator("#actions button", has_text="Knock")
-    if turns >= 3 and knock.count():
-        knock.first.click()
-    elif page.locator("#actions button", has_text="Draw from the stock").count():
-        page.locator("#actions button", has_text="Draw from the stock").click()
-    elif page.locator("#hand button.legal").count():
-        page.locator("#hand button.legal").first.click()
-    else:
-        page.locator("#actions button").first.click()
+    actions = page.locator("#actions button")
+    if actions.filter(has_text="Draw from the stock").count():
+        actions.filter(has_text="Draw from the stock").click()
+        return True
+    for card in page.locator("#hand button.legal").all():
+        card.click()
+        knock, discard = actions.filter(has_text="Knock"), actions.filter(has_text="Discard")
+        if turns >= 3 and knock.count():
+            knock.first.click()
+            return True
+        if discard.count():
+            discard.first.click()
+            return True
+        card.click()  # not this one: unselect
+    actions.first.click()
     return True
 
 

@@ -9,7 +9,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   client: null, name: "", pending: new Map(), listings: new Map(), variants: [],
   table: "", seq: 0, seat: -1, view: null, legal: [], status: "", deadline: 0,
-  listing: null, byRank: false, results: [], invite: "", order: [],
+  listing: null, byRank: false, results: [], invite: "", order: [], selected: new Set(),
 };
 
 function hex(bytes) {
@@ -241,6 +241,12 @@ function sortedHand(hand) {
   return state.order;
 }
 
+function toggle(card) {
+  if (state.selected.has(card)) state.selected.delete(card); else state.selected.add(card);
+  renderHand(); renderActions();
+  const again = $("hand").querySelector(`[data-card="${card}"]`); if (again) again.focus();
+}
+
 function moveCard(card, to) {
   const from = state.order.indexOf(card);
   if (from < 0 || to < 0 || to >= state.order.length) return;
@@ -290,10 +296,13 @@ function renderTurn() {
 function renderHand() {
   const hand = $("hand"); hand.textContent = "";
   const view = state.view; if (!view) return;
-  const discards = new Map(state.legal.filter((c) => c.type === "discard").map((c) => [c.card, c]));
+  for (const card of [...state.selected]) if (!view.hand.includes(card)) state.selected.delete(card);
+  const usable = new Set(state.legal.flatMap((c) => cardsOf(c) || []));
   for (const card of sortedHand(view.hand)) {
-    const command = discards.get(card);
-    const element = cardButton(card, command ? () => play(command) : () => {});
+    const element = cardButton(card, () => toggle(card));
+    element.setAttribute("aria-pressed", String(state.selected.has(card)));
+    if (state.selected.has(card)) element.classList.add("selected");
+    if (usable.has(card)) element.classList.add("legal");
     element.setAttribute("role", "listitem");
     element.dataset.card = String(card); element.draggable = true;
     element.addEventListener("dragstart", (event) => { event.dataTransfer.setData("text/plain", String(card)); });
@@ -307,7 +316,6 @@ function renderHand() {
       event.preventDefault();
       moveCard(card, state.order.indexOf(card) + (event.key === "ArrowLeft" ? -1 : 1));
     });
-    if (command) { element.classList.add("legal"); element.title = "discard"; element.dataset.discard = "1"; }
     hand.append(element);
   }
 }
@@ -316,6 +324,7 @@ function actionLabel(command) {
   const names = state.listing ? state.listing.seats : [];
   switch (command.type) {
     case "draw_stock": return "Draw from the stock";
+    case "discard": return `Discard ${cardText(command.card)}`;
     case "take_discard": return command.count === 1 ? "Take the discard" : `Take ${command.count} from the pile`;
     case "pass": return "Pass";
     case "knock": return command.card < 0 ? "Big gin" : `Knock, discarding ${cardText(command.card)}`;
@@ -336,13 +345,31 @@ function renderActions() {
   if (state.status === "finished" && state.seat >= 0) {
     addAction(box, "Rematch", () => checked(tableCmd(state.table, { type: "rematch" })));
   }
+  // Moves that use cards of the hand are offered for the cards selected: exactly those cards.
+  const selected = [...state.selected].sort((a, b) => a - b).join(",");
+  let hidden = 0;
   for (const command of state.legal) {
-    if (command.type === "discard") continue;  // click the card in the hand
-    addAction(box, actionLabel(command), () => play(command));
+    const cards = cardsOf(command);
+    if (cards === null) { addAction(box, actionLabel(command), () => play(command)); continue; }
+    if ([...cards].sort((a, b) => a - b).join(",") === selected) {
+      addAction(box, actionLabel(command), () => play(command));
+    } else hidden += 1;
   }
-  if (state.legal.some((c) => c.type === "discard")) {
+  if (hidden) {
     const hint = document.createElement("p"); hint.className = "hint";
-    hint.textContent = "Click a card of your hand to discard it."; box.append(hint);
+    hint.textContent = state.selected.size
+      ? `No move uses exactly the selected cards (${hidden} moves use others).`
+      : `Select cards of your hand to see the ${hidden} moves that use them (discard: one card).`;
+    box.append(hint);
+  }
+}
+
+function cardsOf(command) {
+  switch (command.type) {
+    case "discard": case "lay_off": case "swap_joker": return [command.card];
+    case "knock": return command.card < 0 ? null : [command.card];
+    case "meld": return command.melds.flatMap((m) => m.cards);
+    default: return null;
   }
 }
 
@@ -353,7 +380,7 @@ function addAction(box, label, run) {
 }
 
 async function play(command) {
-  state.legal = []; renderActions(); renderHand();
+  state.legal = []; state.selected.clear(); renderActions(); renderHand();
   const reply = await tableCmd(state.table, command, state.seq);
   if (!reply.ok && reply.code === "table/stale_seq" && reply.result) applySynced(reply.result);
   else if (!reply.ok) { say(`${reply.code}: ${reply.message}`); resync(); }
