@@ -229,3 +229,24 @@ def test_a_gin_hand_on_a_phone_screen(site: str, browser: Browser) -> None:
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 360, f"the page is {width} px wide on a 360 px screen"
     context.close()
+
+
+def test_a_private_table_is_joined_by_its_invite_link(site: str, browser: Browser) -> None:
+    host = browser.new_context().new_page()
+    _log_in(host, site, "bob")
+    host.check("#private")
+    _create(host, "gin")
+    link = host.inner_text("#invite").removeprefix("Invite link: ").strip()
+    assert "#join=" in link
+    guest = browser.new_context().new_page()
+    guest.goto(link)
+    guest.fill("#name", "erin")
+    guest.fill("#password", "secret")
+    guest.click("#login-button")
+    guest.get_by_role("button", name="Take a seat").click(timeout=STEP)
+    host.get_by_role("button", name="Start the game").click(timeout=STEP)
+    for page in (host, guest):
+        expect(page.locator("#hand .card")).to_have_count(10, timeout=STEP)
+        expect(page.locator("#seats-view")).not_to_contain_text("house-")
+    host.context.close()
+    guest.context.close()

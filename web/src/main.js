@@ -9,7 +9,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   client: null, name: "", pending: new Map(), listings: new Map(), variants: [],
   table: "", seq: 0, seat: -1, view: null, legal: [], status: "", deadline: 0,
-  listing: null, byRank: false, results: [], invite: "", order: [], selected: new Set(),
+  listing: null, byRank: false, results: [], invite: "", joinCode: "", order: [], selected: new Set(),
 };
 
 function hex(bytes) {
@@ -61,7 +61,7 @@ async function onConnect(password) {
   if (variants.ok) fillVariants(variants.result.variants);
   $("login").hidden = true;
   const saved = state.table || localStorage.getItem("ramino.table") || "";
-  if (saved) await openTable(saved); else showLobby();
+  if (saved) await openTable(saved, localStorage.getItem("ramino.invite") || ""); else showLobby();
 }
 
 function onMessage(topic, payload) {
@@ -100,6 +100,11 @@ function onUpdate(update) {
 }
 
 function noteEvent(event) {
+  if (state.listing && (event.type === "player_sat" || event.type === "player_stood")) {
+    // A private table has no listing on the lobby topic: its seats follow the events.
+    const seats = [...state.listing.seats]; seats[event.seat] = event.type === "player_sat" ? event.player : "";
+    state.listing = { ...state.listing, seats };
+  }
   const names = state.listing ? state.listing.seats : [];
   addLog(describe(event, names));
   if (event.type === "hand_ended") state.results.push(event);
@@ -128,13 +133,14 @@ async function openTable(table, invite = "") {
   state.client.subscribe([`${PREFIX}/table/${table}/chat`, `${PREFIX}/table/${table}/state`], { qos: 0 });
   const reply = await checked(tableCmd(table, { type: "join", invite_code: invite }));
   if (!reply.ok) { state.table = ""; localStorage.removeItem("ramino.table"); showLobby(); return; }
+  state.joinCode = invite;
   applySynced(reply.result);
   $("lobby").hidden = true; $("game").hidden = false;
 }
 
 function showLobby() {
   if (state.table) state.client.unsubscribe([`${PREFIX}/table/${state.table}/chat`, `${PREFIX}/table/${state.table}/state`]);
-  state.table = ""; localStorage.removeItem("ramino.table");
+  state.table = ""; state.invite = ""; localStorage.removeItem("ramino.table"); localStorage.removeItem("ramino.invite");
   $("game").hidden = true; $("lobby").hidden = false; renderLobby();
 }
 
@@ -342,6 +348,12 @@ function renderActions() {
   if (listing && state.seat >= 0 && !listing.seats.includes("") && state.status === "waiting") {
     addAction(box, "Start the game", () => tableCmd(state.table, { type: "start" }));
   }
+  if (listing && state.seat < 0 && listing.seats.includes("") && state.status === "waiting") {
+    addAction(box, "Take a seat", async () => {
+      const reply = await checked(tableCmd(state.table, { type: "sit", seat: -1, invite_code: state.joinCode }));
+      if (reply.ok) resync();
+    });
+  }
   if (state.status === "finished" && state.seat >= 0) {
     addAction(box, "Rematch", () => checked(tableCmd(state.table, { type: "rematch" })));
   }
@@ -425,7 +437,10 @@ $("sort").addEventListener("click", () => {
 setInterval(() => { if (state.deadline > 0) renderTurn(); }, 1000);
 
 const joined = /^#join=([^:]+):(.*)$/.exec(location.hash);
-if (joined) localStorage.setItem("ramino.table", joined[1]);
+if (joined) {
+  localStorage.setItem("ramino.table", joined[1]); localStorage.setItem("ramino.invite", decodeURIComponent(joined[2]));
+  history.replaceState(null, "", location.pathname);
+}
 const saved = JSON.parse(localStorage.getItem("ramino.login") || "null");
 if (saved) { $("name").value = saved.name; $("password").value = saved.password; }
 if (saved && localStorage.getItem("ramino.table")) login(saved.name, saved.password);
