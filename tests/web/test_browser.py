@@ -117,11 +117,11 @@ def _log_in(page: Page, site: str, name: str) -> None:
     expect(page.locator("#lobby")).to_be_visible(timeout=STEP)
 
 
-def _create(page: Page, variant: str, **options: str) -> None:
+def _create(page: Page, variant: str, button: str = "#create-button", **options: str) -> None:
     page.select_option("#variant", variant)
     for name, value in options.items():
         page.fill(f"[data-option={name}]", value)
-    page.click("#create-button")
+    page.click(button)
     expect(page.locator("#game")).to_be_visible(timeout=STEP)
 
 
@@ -215,7 +215,7 @@ def test_a_gin_hand_on_a_phone_screen(site: str, browser: Browser) -> None:
     context = browser.new_context(viewport={"width": 360, "height": 780})
     page = context.new_page()
     _log_in(page, site, "dora")
-    _create(page, "gin")
+    _create(page, "gin", button="#bots-button")
     expect(page.locator("#hand .card")).to_have_count(10, timeout=STEP)
     _my_move_or_end(page)
     # The keyboard moves a card within the hand: Alt+Right on the first card makes it second.

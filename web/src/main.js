@@ -423,6 +423,7 @@ $("login-form").addEventListener("submit", (event) => {
   login($("name").value.trim(), $("password").value);
 });
 $("create-form").addEventListener("submit", (event) => { event.preventDefault(); createTable(); });
+$("bots-button").addEventListener("click", () => { $("private").checked = false; createTable(); });
 $("variant").addEventListener("change", fillOptions);
 $("chat-form").addEventListener("submit", async (event) => {
   event.preventDefault();
