@@ -130,6 +130,12 @@ def _command_serve(args: argparse.Namespace) -> int:
         max_subscriptions=args.max_subscriptions,
     )
     configure_logging(args.log_format, args.log_level)
+    if config.web and config.broker != "embedded":
+        print("ramino: --web needs the embedded broker (docs/web.md)", file=sys.stderr)
+        return 2
+    if config.house_bots and config.accounts:
+        print("ramino: --house-bots needs guest mode (no --accounts)", file=sys.stderr)
+        return 2
     try:
         asyncio.run(serve(config))
     except BrokerPortBusy as error:

@@ -6,6 +6,9 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+
+from server.cli import main
 from server.net.web import STATIC_ROOT
 
 WEB = Path(__file__).resolve().parents[2] / "web"
@@ -33,3 +36,18 @@ def test_shipped_build_matches_the_sources() -> None:
 def test_shipped_build_has_the_page() -> None:
     for name in ("index.html", "app.js", "style.css"):
         assert (STATIC_ROOT / name).is_file()
+
+
+def test_web_and_house_bots_refuse_settings_they_cannot_work_with(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = main(["serve", "--web", "127.0.0.1:0", "--broker", "mqtt://127.0.0.1:1"])
+    assert (2, "ramino: --web needs the embedded broker (docs/web.md)\n") == (
+        status,
+        capsys.readouterr().err,
+    )
+    status = main(["serve", "--house-bots", "--accounts", "nowhere", "--port", "0"])
+    assert (2, "ramino: --house-bots needs guest mode (no --accounts)\n") == (
+        status,
+        capsys.readouterr().err,
+    )
