@@ -136,7 +136,6 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
                 with contextlib.suppress(NotImplementedError):
                     loop.add_signal_handler(signal.SIGINT, stop.set)
                 await stop.wait()
-                interrupted = True
             await house.stop()
     return 130 if interrupted else 0
 
