@@ -6,7 +6,7 @@ UV_VERSION := 0.13.9
 RUN := $(UV) run --frozen --no-sync
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: demo test check lint typecheck format bench clean
+.PHONY: demo test check lint typecheck format bench clean web
 
 # A private uv so a fresh machine needs nothing but Python 3.11+.
 $(UV):
@@ -18,7 +18,7 @@ $(UV):
 	@touch $@
 
 demo: .venv/.synced
-	$(RUN) ramino demo
+	$(RUN) ramino demo --web 127.0.0.1:8080
 
 test: .venv/.synced
 	$(RUN) pytest
@@ -41,3 +41,7 @@ bench: .venv/.synced
 
 clean:
 	rm -rf .venv $(TOOLS) .mypy_cache .ruff_cache .pytest_cache
+
+# The web page: bundle web/src into server/web_static (needs Node and npm; the build is shipped).
+web:
+	cd web && npm ci --no-audit --no-fund && node build.mjs

@@ -40,6 +40,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     demo.add_argument(
         "--metrics", default="", metavar="HOST:PORT", help="serve the server's Prometheus metrics"
     )
+    demo.add_argument(
+        "--web",
+        default="",
+        metavar="HOST:PORT",
+        help="also serve the web page there, with bots for the tables people open there; the"
+        " demo then runs until Ctrl-C (make demo: 127.0.0.1:8080)",
+    )
     demo.set_defaults(handler=_command_demo)
 
     bots = commands.add_parser(
@@ -91,6 +98,7 @@ def _command_demo(args: argparse.Namespace) -> int:
         games=args.games,
         think_ms=args.think_ms,
         metrics=args.metrics,
+        web=args.web,
     )
     try:
         return asyncio.run(run_demo(options))

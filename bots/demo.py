@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bots.client import Stats, TablePlan, TableProgress, run_bots
+from bots.house import HouseBots
 from protocol.runtime import tune_gc
 from server.engine import make_rules
 from server.net.serve import MEMORY, ServeConfig, running
@@ -53,6 +54,9 @@ class DemoOptions:
     refresh: float = 0.25
     metrics: str = ""
     """``HOST:PORT`` to serve the server's Prometheus metrics on ("": none)."""
+    web: str = ""
+    """``HOST:PORT`` of the web page ("": none). With it, house bots play against the people
+    who open public tables there, and the demo runs until Ctrl-C."""
 
 
 async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
@@ -68,6 +72,7 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
         port=options.port,
         guests=MEMORY,
         metrics=options.metrics,
+        web=options.web,
     )
     async with running(config) as server:
         tune_gc()  # server and bots in one process: no long collector pauses
@@ -75,6 +80,17 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
         print(f"Ramino demo: embedded broker on {broker}, store {options.store}", file=out)
         if server.metrics is not None:
             print(f"Metrics on port {server.metrics_port} (/metrics)", file=out)
+        house: HouseBots | None = None
+        if server.web_url:
+            # The demo's own bots open their tables as demo-N: house bots leave those alone.
+            house = HouseBots(broker, ignore_hosts=("demo-",))
+            await house.start()
+            print(
+                f"Play in a browser: open {server.web_url} , create a public table and a"
+                " bot takes the other seats.",
+                file=out,
+                flush=True,
+            )
         print(
             f"{sum(p.seats for p in options.plans)} {options.policy} bots at "
             f"{len(options.plans)} tables; Ctrl-C stops.\n",
@@ -126,6 +142,13 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
             _draw(out, stats, drawn)
         print(("\nStopped. " if interrupted else "\nDone. ") + stats.line(), file=out)
         _epilogue(out, options, stats, broker)
+        if house is not None:
+            if not interrupted:
+                print(f"\nThe web page stays up at {server.web_url} ; Ctrl-C stops.", file=out)
+                with contextlib.suppress(NotImplementedError):
+                    loop.add_signal_handler(signal.SIGINT, stop.set)
+                await stop.wait()
+            await house.stop()
     return 130 if interrupted else 0
 
 

@@ -64,6 +64,17 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve_parser.add_argument(
         "--port", type=int, help="port of the embedded broker (default 1883; a free one if taken)"
     )
+    serve_parser.add_argument(
+        "--web",
+        metavar="HOST:PORT",
+        help="serve the web page and MQTT over WebSockets (path /mqtt) there (docs/web.md)",
+    )
+    serve_parser.add_argument(
+        "--house-bots",
+        action="store_true",
+        default=None,
+        help="bots take the free seats of public tables waiting for players",
+    )
     serve_parser.add_argument("--server-user", help="the server's MQTT account (ramino-server)")
     secret = serve_parser.add_mutually_exclusive_group()
     secret.add_argument(
@@ -196,6 +207,8 @@ def serve_config(args: argparse.Namespace, env: Mapping[str, str] | None = None)
         server_password=password,
         accounts=args.accounts,
         guests=args.guests,
+        web=args.web,
+        house_bots=args.house_bots,
         grace_seconds=args.grace_seconds,
         claim_seconds=args.claim_seconds,
         rate=args.rate,
@@ -225,6 +238,12 @@ def _command_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     configure_logging(args.log_format, args.log_level)
+    if config.web and config.broker != "embedded":
+        print("ramino: --web needs the embedded broker (docs/web.md)", file=sys.stderr)
+        return 2
+    if config.house_bots and config.accounts:
+        print("ramino: --house-bots needs guest mode (no --accounts)", file=sys.stderr)
+        return 2
     try:
         asyncio.run(serve(config))
     except BrokerPortBusy as error:

@@ -52,6 +52,11 @@ which socket it is admitting.
 What one client may push (packet size, framing, a rate per username) is checked as its packets
 are read, before amqtt decodes them: :mod:`server.net.publish_guard`.
 
+A second listener, MQTT over WebSockets (``web=(host, port)``, ``ramino serve --web``), runs the
+same authentication and topic plugins; its plain HTTP requests go to an ``http`` handler (the
+web page, :mod:`server.net.web`). Its MQTT connections count against the same limits (the
+HTTP requests for the page do not); the publish guard reads only the TCP listener's packets.
+
 Accepted sockets get TCP_NODELAY explicitly (asyncio also sets it on TCP transports by default).
 """
 
@@ -64,20 +69,24 @@ import errno
 import hmac
 import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from types import TracebackType
 from typing import Any
 
+import websockets
 from amqtt.adapters import StreamWriterAdapter
 from amqtt.broker import Broker
-from amqtt.contexts import Action
+from amqtt.contexts import Action, ListenerType
 from amqtt.errors import AMQTTError, BrokerError, MQTTError, NoDataError
 from amqtt.mqtt.connack import ConnackPacket
 from amqtt.mqtt.protocol.broker_handler import BrokerProtocolHandler
 from amqtt.plugins.base import BaseTopicPlugin
 from amqtt.session import Session
 from amqtt.utils import gen_client_id
+from websockets.asyncio.server import ServerConnection
+from websockets.http11 import Request, Response
 
 from protocol import topics
 from server.net.accounts import Accounts
@@ -97,6 +106,7 @@ __all__ = [
     "BrokerLimits",
     "BrokerPortBusy",
     "EmbeddedBroker",
+    "HttpHandler",
     "may_subscribe",
 ]
 
@@ -106,7 +116,7 @@ SERVER_USER = "ramino-server"
 
 _log = logging.getLogger(__name__)
 
-_QUIET_LOGGERS = ("amqtt", "transitions")
+_QUIET_LOGGERS = ("amqtt", "transitions", "websockets")
 _NOT_A_CLIENT = "#"
 """A user that no client can be (``#`` is not a valid name): it may read only public topics."""
 CONNECTION_ACCEPTED = 0
@@ -122,6 +132,11 @@ _connection: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
     "ramino_broker_connection", default=None
 )
 """The socket whose task is running (amqtt handles each connection in one task)."""
+
+
+HttpHandler = Callable[[ServerConnection, Request], Response | None]
+"""Answers the plain HTTP requests of the WebSocket listener (``None``: go on with the
+WebSocket handshake)."""
 
 
 class BrokerPortBusy(RuntimeError):
@@ -236,13 +251,31 @@ class _Snapshots(dict[str, Any]):
         return list(super().items())
 
 
+class _WebSocketCloser:
+    """A WebSocket as the limits close a connection taken over: ``close()`` without waiting."""
+
+    def __init__(self, websocket: ServerConnection) -> None:
+        self._websocket = websocket
+        self._closing: asyncio.Task[None] | None = None
+
+    def close(self) -> None:
+        if self._closing is None:
+            self._closing = asyncio.get_running_loop().create_task(self._websocket.close())
+
+
 class _RaminoBroker(Broker):  # type: ignore[misc]
     """amqtt's broker with its ACL bypasses closed (see the module docstring)."""
 
     def __init__(
-        self, config: dict[str, Any], policy: _Policy, book: LimitsBook, guard: PublishGuard
+        self,
+        config: dict[str, Any],
+        policy: _Policy,
+        book: LimitsBook,
+        guard: PublishGuard,
+        http: HttpHandler | None = None,
     ) -> None:
         super().__init__(config)
+        self._ramino_http = http
         self._ramino_policy = policy
         self._ramino_limits = book
         self._ramino_guard = guard
@@ -252,6 +285,41 @@ class _RaminoBroker(Broker):  # type: ignore[misc]
         )
         self.__dict__["_subscriptions"] = _Snapshots(self.__dict__["_subscriptions"])
         self._writers: set[Any] = set()
+
+    async def _create_server_instance(
+        self,
+        listener_name: str,
+        listener_type: ListenerType,
+        address: str | None,
+        port: int,
+        ssl_context: Any,
+    ) -> Any:
+        if listener_type != ListenerType.WS or self._ramino_http is None:
+            return await super()._create_server_instance(
+                listener_name, listener_type, address, port, ssl_context
+            )
+        # amqtt's WebSocket listener, which also answers plain HTTP requests (the web page).
+        return await websockets.serve(
+            partial(self.ws_connected, listener_name=listener_name),
+            address,
+            port,
+            ssl=ssl_context,
+            subprotocols=[websockets.Subprotocol("mqtt")],
+            process_request=self._ramino_http,
+        )
+
+    async def ws_connected(self, websocket: ServerConnection, listener_name: str) -> None:
+        counted = self._ramino_limits.open_socket()
+        if counted is None:
+            await websocket.close()  # over max_connections
+            return
+        counted.writer = _WebSocketCloser(websocket)
+        _connection.set(counted)
+        try:
+            await super().ws_connected(websocket, listener_name)
+        finally:
+            self._forget_refused(counted)
+            self._ramino_limits.close_socket(counted)
 
     async def stream_connected(self, reader: Any, writer: Any, listener_name: str) -> None:
         counted = self._ramino_limits.open_socket()
@@ -498,9 +566,13 @@ class EmbeddedBroker:
         limits: BrokerLimits | None = None,
         publish_limits: PublishLimits | None = None,
         guests: Guests | None = None,
+        web: tuple[str, int] | None = None,
+        http: HttpHandler | None = None,
     ) -> None:
         """Configure the broker; :meth:`start` (or ``async with``) starts it. ``limits``:
         :class:`~server.net.broker_limits.BrokerLimits` (its defaults when ``None``).
+        ``web``: also listen for MQTT over WebSockets on this (host, port), where ``http``
+        answers the plain HTTP requests (the web page).
 
         ``publish_limits`` bound what each client may push (:mod:`server.net.publish_guard`;
         the server account has no limit).
@@ -524,6 +596,9 @@ class EmbeddedBroker:
         """The per-client publish limits and their counters."""
         self._broker: _RaminoBroker | None = None
         self._port: int | None = None
+        self._web = web
+        self._http = http
+        self._web_port: int | None = None
 
     @property
     def port(self) -> int:
@@ -535,6 +610,17 @@ class EmbeddedBroker:
         if self._port is None:
             raise RuntimeError("the embedded broker is not running")
         return self._port
+
+    @property
+    def web_port(self) -> int:
+        """The port of the WebSocket listener.
+
+        Raises:
+            RuntimeError: the broker is not running or has no WebSocket listener.
+        """
+        if self._web_port is None:
+            raise RuntimeError("the embedded broker has no WebSocket listener running")
+        return self._web_port
 
     @property
     def limits(self) -> BrokerLimits:
@@ -568,16 +654,19 @@ class EmbeddedBroker:
         for name in _QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.WARNING)
         policy = {"policy": self._policy}
+        listeners: dict[str, dict[str, str]] = {
+            "default": {"type": "tcp", "bind": f"{HOST}:{self._requested_port}"},
+        }
+        if self._web is not None:
+            listeners["web"] = {"type": "ws", "bind": f"{self._web[0]}:{self._web[1]}"}
         config = {
-            "listeners": {
-                "default": {"type": "tcp", "bind": f"{HOST}:{self._requested_port}"},
-            },
+            "listeners": listeners,
             "plugins": {
                 f"{__name__}.RaminoTopicPlugin": policy,
             },
         }
         book = LimitsBook(self._limits, self._policy.server_user, connection_cap(self._limits))
-        broker = _RaminoBroker(config, self._policy, book, self.guard)
+        broker = _RaminoBroker(config, self._policy, book, self.guard, self._http)
         broker_logger = logging.getLogger("amqtt.broker")
         level = broker_logger.level
         # A busy port is reported by BrokerPortBusy; amqtt would also log it with a traceback.
@@ -586,6 +675,11 @@ class EmbeddedBroker:
             await broker.start()
         except BrokerError as exc:
             if _is_address_in_use(exc):
+                if self._web is not None and self._requested_port == 0:
+                    host, port = self._web
+                    raise BrokerPortBusy(
+                        f"cannot start the web listener: {host}:{port} is already in use"
+                    ) from exc
                 raise BrokerPortBusy(
                     f"cannot start the embedded broker: {HOST}:{self._requested_port} is already"
                     " in use (by another broker?). Use that broker with"
@@ -598,10 +692,13 @@ class EmbeddedBroker:
         logging.getLogger("amqtt.broker").addFilter(self._log_filter)
         # amqtt keeps its listening servers private; port 0 is only known from the socket.
         self._port = broker._servers["default"].instance.sockets[0].getsockname()[1]
+        if self._web is not None:
+            self._web_port = broker._servers["web"].instance.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
         """Disconnect every client and stop listening (nothing is kept)."""
         broker, self._broker, self._port = self._broker, None, None
+        self._web_port = None
         logging.getLogger("amqtt.broker").removeFilter(self._log_filter)
         if broker is not None:
             # amqtt warns of the messages it drops as it stops (the last wills and presences

@@ -35,6 +35,7 @@ from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
 from server.net.guests import Guests
 from server.net.metrics import Metrics, parse_listen, serve_metrics
+from server.net.web import parse_web, static_site
 from server.tables.service import TableService
 from server.tables.store import EventStore, open_store, store_options
 from server.tables.timers import Clock, SystemClock
@@ -95,6 +96,10 @@ class ServeConfig:
     limits: Limits = field(default_factory=Limits)
     broker_limits: BrokerLimits = field(default_factory=BrokerLimits)
     """Connection and subscription limits of the embedded broker."""
+    web: str = ""
+    """``HOST:PORT`` of the web page and of MQTT over WebSockets (embedded broker); "": none."""
+    house_bots: bool = False
+    """Seat bots at the public tables waiting for players (``bots.house``)."""
     mqtt5: bool | None = None
     """Whether the server's connection speaks MQTT 5 (``None``: on an external broker only). It
     needs MQTT 5 to tell a retained command from a new one on an external broker; the embedded
@@ -115,6 +120,7 @@ class ServeConfig:
             ("server_password", str),
             ("accounts", str),
             ("guests", str),
+            ("web", str),
             ("grace_seconds", float),
             ("claim_seconds", float),
             ("waiting_ttl", float),
@@ -151,6 +157,8 @@ class Running:
     metrics: Metrics | None = None
     metrics_port: int = 0
     """The port ``/metrics`` is served on (0: no metrics)."""
+    web_url: str = ""
+    """The web page's address (``http://HOST:PORT/``), "" without ``--web``."""
 
 
 @contextlib.asynccontextmanager
@@ -167,6 +175,7 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
     """
     clock = clock or SystemClock()
     listen = parse_listen(config.metrics) if config.metrics else None
+    web_url = ""
     async with contextlib.AsyncExitStack() as stack:
         password = config.server_password
         if config.broker == "embedded":
@@ -182,12 +191,24 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
                     raise AccountsError(
                         f"cannot write the guest names to {path}: {error} (see --guests)"
                     ) from None
+            web = parse_web(config.web) if config.web else None
             broker = await _embedded(
-                config.port, accounts, password, config.server_user, config.broker_limits, guests
+                config.port,
+                accounts,
+                password,
+                config.server_user,
+                config.broker_limits,
+                guests,
+                web,
             )
             stack.push_async_callback(broker.stop)
             addresses: tuple[BrokerAddress, ...] = (parse_broker_url(broker.url),)
+            if web is not None:
+                shown = "127.0.0.1" if web[0] in ("", "0.0.0.0", "::") else web[0]
+                web_url = f"http://{shown}:{broker.web_port}/"
         else:
+            if config.web:
+                raise ValueError("--web needs the embedded broker (see docs/web.md)")
             addresses = parse_broker_urls(config.broker)
         store = await open_store(config.store)
         stack.push_async_callback(store.close)
@@ -223,8 +244,15 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
         stack.push_async_callback(service.stop)
         stack.push_async_callback(gateway.stop)
         resumed = list(service.actors)
+        address = transport.address or addresses[0]
+        if config.house_bots:
+            from bots.house import HouseBots
+
+            house = HouseBots(address.url)
+            await house.start()
+            stack.push_async_callback(house.stop)
         yield Running(
-            transport.address or addresses[0],
+            address,
             service,
             gateway,
             store,
@@ -232,6 +260,7 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             resumed,
             metrics,
             metrics_port,
+            web_url,
         )
 
 
@@ -265,8 +294,10 @@ async def _embedded(
     server_user: str,
     limits: BrokerLimits,
     guests: Guests | None,
+    web: tuple[str, int] | None = None,
 ) -> EmbeddedBroker:
     """The embedded broker on ``port``, or on a free port if that one is taken."""
+    http = static_site() if web is not None else None
     broker = EmbeddedBroker(
         port=port,
         accounts=accounts,
@@ -274,12 +305,15 @@ async def _embedded(
         server_user=server_user,
         limits=limits,
         guests=guests,
+        web=web,
+        http=http,
     )
     try:
         await broker.start()
     except BrokerPortBusy:
-        if port == 0:
+        if port == 0 and (web is None or web[1] == 0):
             raise
+        free_web = None if web is None else (web[0], 0)
         broker = EmbeddedBroker(
             port=0,
             accounts=accounts,
@@ -287,10 +321,15 @@ async def _embedded(
             server_user=server_user,
             limits=limits,
             guests=guests,
+            web=free_web,
+            http=http,
         )
         await broker.start()
+        where = f"the embedded broker listens on {broker.port}"
+        if web is not None:
+            where += f" and the web page on {broker.web_port}"
         print(
-            f"ramino: port {port} is taken; the embedded broker listens on {broker.port} "
+            f"ramino: port {port}{'' if web is None else f' or {web[1]}'} is taken; {where} "
             f"instead (or connect to a broker of your own with --broker mqtt://HOST:PORT)",
             file=sys.stderr,
         )
@@ -332,5 +371,7 @@ async def serve(config: ServeConfig, announce: Callable[[str], None] | None = No
         if server.metrics is not None:
             host = parse_listen(config.metrics)[0] or "0.0.0.0"
             announce(f"ramino: metrics on http://{host}:{server.metrics_port}/metrics")
+        if server.web_url:
+            announce(f"ramino: play in a browser at {server.web_url}")
         await stop.wait()
         announce("ramino: stopping")
