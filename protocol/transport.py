@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -159,6 +160,12 @@ class Transport:
         """How many times the connection was made (1 + reconnections)."""
         self.dropped = 0
         """Messages dropped because the inbound queue was full."""
+        self._held: deque[tuple[str, bytes, int, bool]] = deque()
+        """QoS 1 messages waiting for a packet id: the broker lets only so many be unacknowledged
+        at once (MQTT 5 "receive maximum": Mosquitto's ``max_inflight_messages``)."""
+        self._releasing = False
+        self.held_most = 0
+        """The most messages that waited for a packet id at once (tests and tools)."""
 
     async def connect(self, address: BrokerAddress, keepalive: int = 30) -> None:
         """Connect (the first time; later reconnections are automatic).
@@ -228,8 +235,47 @@ class Transport:
             self._client.unsubscribe(gone)
 
     def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False) -> None:
-        """Queue a message for the broker (QoS 1 messages are resent after a reconnection)."""
+        """Queue a message for the broker (QoS 1 messages are resent after a reconnection).
+
+        A QoS 1 message published while as many as the broker allows are unacknowledged waits
+        here, in order, for an acknowledgement to free a packet id (gmqtt would raise).
+        """
+        if qos and (self._held or self._window_full()):
+            self._held.append((topic, payload, qos, retain))
+            self.held_most = max(self.held_most, len(self._held))
+            return
         self._client.publish(topic, payload, qos=qos, retain=retain)
+
+    def _window_full(self) -> bool:
+        ids: Any = self._client._package_handler.id_generator  # gmqtt has no public view of it
+        used: int = len(ids._used_ids)
+        most: int = ids._max
+        return used >= most - 1
+
+    def _release(self) -> None:
+        """Publish what waits for a packet id, while ids are free."""
+        self._releasing = False
+        while self._held and not self._window_full():
+            topic, payload, qos, retain = self._held.popleft()
+            self._client.publish(topic, payload, qos=qos, retain=retain)
+
+    def _watch_ids(self) -> None:
+        """Release waiting messages whenever an acknowledgement frees a packet id."""
+        ids: Any = self._client._package_handler.id_generator
+        if getattr(ids, "_ramino_watched", False):
+            return
+        free_id = ids.free_id
+
+        def freed(mid: int) -> None:
+            free_id(mid)
+            if self._held and not self._releasing:
+                # After gmqtt has dropped the acknowledged message from its store: a message
+                # published now may get the same id.
+                self._releasing = True
+                asyncio.get_running_loop().call_soon(self._release)
+
+        ids.free_id = freed
+        ids._ramino_watched = True
 
     async def receive(self) -> Message:
         """The next message received."""
@@ -263,6 +309,7 @@ class Transport:
         if socket is not None and not isinstance(socket, _Coalescing):
             # gmqtt has no hook for this
             protocol._transport = _Coalescing(socket, self.write_spacing)
+        self._watch_ids()
         if self._subscriptions:
             by_qos: dict[int, list[str]] = {}
             for topic, qos in self._subscriptions.items():
@@ -271,6 +318,8 @@ class Transport:
                 client.subscribe([self._subscription(topic, qos) for topic in topics])
         self.lost.clear()
         self.connected.set()
+        if self._held:
+            self._release()
 
     def _on_disconnect(self, client: Any, packet: Any, exc: Any = None) -> None:
         self.connected.clear()
