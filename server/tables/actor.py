@@ -227,6 +227,9 @@ class TableActor:
         """How long a disconnected player's seat waits before the server plays for it."""
         self._absent_since: dict[str, float] = {}
         self._poke = asyncio.Event()
+        self._armed: float | None = None
+        """The deadline the timer waits for (``None``: none): a move that leaves it as it is
+        does not wake the timer."""
 
     @classmethod
     async def load(
@@ -328,7 +331,7 @@ class TableActor:
         while True:
             self._poke.clear()
             seq = self.table.seq
-            due = self.due()
+            due = self._armed = self.due()
             if due is None:
                 await self._poke.wait()  # no timer runs: wait for the next change
                 continue
@@ -523,8 +526,9 @@ class TableActor:
             async with self._changed:
                 self.table = after
                 self._changed.notify_all()
-            self._poke.set()  # the timer works its deadline out again
             await self.outbox.publish(before, after.seq, record, after)
+        if self.due() != self._armed:
+            self._poke.set()  # the timer works its deadline out again
         await self.outbox.flush(self.table)
         if (
             self.snapshot_every
