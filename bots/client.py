@@ -22,6 +22,7 @@ from bots.policies.base import Policy, find_policy
 from protocol.client import Client, GameUpdate, RequestFailed
 from server.engine import Rules, make_rules
 from server.net.logs import get_logger
+from server.net.metrics import BotMetrics
 
 __all__ = ["Bot", "Stats", "TablePlan", "TableProgress", "run_bots"]
 
@@ -38,6 +39,8 @@ class Stats:
     errors: int = 0
     resyncs: int = 0
     tables: dict[str, TableProgress] = field(default_factory=dict)
+    metrics: BotMetrics | None = None
+    """Where each move's reply and round trip are counted (``ramino bots --metrics``)."""
 
     def moves_per_second(self) -> float:
         elapsed = time.monotonic() - self.started
@@ -145,7 +148,10 @@ class Bot:
         session = self.client.table(update.table)
         if update.seq != session.seq:
             return  # the table moved on while we thought: the next update decides
+        started = time.perf_counter()
         reply = await session.act(command, check=False)
+        if self.stats.metrics is not None:
+            self.stats.metrics.acted(command, reply, time.perf_counter() - started)
         if reply.ok:
             self.stats.moves += 1
         elif reply.code != "table/stale_seq":

@@ -16,6 +16,7 @@ from protocol.transport import TransportError
 from server.engine import VARIANTS, find_variant
 from server.net.embedded import BrokerPortBusy
 from server.net.logs import configure_logging
+from server.net.metrics import BotMetrics, MetricsAddressError, parse_listen, serve_metrics
 
 __all__ = ["add_commands"]
 
@@ -34,6 +35,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     demo.add_argument("--games", type=int, default=1, help="games per table (%(default)s)")
     demo.add_argument(
         "--think-ms", type=float, default=40.0, help="pause before each move (%(default)s)"
+    )
+    demo.add_argument(
+        "--metrics", default="", metavar="HOST:PORT", help="serve the server's Prometheus metrics"
     )
     demo.set_defaults(handler=_command_demo)
 
@@ -58,6 +62,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     bots.add_argument("--games", type=int, default=1, help="games per table (%(default)s)")
     bots.add_argument("--password", default="", help="the bots' password (Mosquitto accounts)")
     bots.add_argument("--prefix", default="", help="bot names are PREFIX-1, PREFIX-2, ...")
+    bots.add_argument(
+        "--metrics", default="", metavar="HOST:PORT", help="serve the bots' Prometheus metrics"
+    )
     bots.set_defaults(handler=_command_bots)
 
 
@@ -69,10 +76,11 @@ def _command_demo(args: argparse.Namespace) -> int:
         policy=args.policy,
         games=args.games,
         think_ms=args.think_ms,
+        metrics=args.metrics,
     )
     try:
         return asyncio.run(run_demo(options))
-    except BrokerPortBusy as error:
+    except (BrokerPortBusy, MetricsAddressError) as error:
         print(f"ramino: {error}", file=sys.stderr)
         return 2
 
@@ -87,10 +95,22 @@ def _command_bots(args: argparse.Namespace) -> int:
     plans = [TablePlan(args.variant, seats) for _ in range(max(1, count // seats))]
     stats = Stats()
     try:
-        return asyncio.run(_bots(args, plans, tables, stats))
-    except TransportError as error:
+        return asyncio.run(_bots_with_metrics(args, plans, tables, stats))
+    except (TransportError, MetricsAddressError) as error:
         print(f"ramino: {error}", file=sys.stderr)
         return 2
+
+
+async def _bots_with_metrics(
+    args: argparse.Namespace, plans: list[TablePlan], tables: list[str], stats: Stats
+) -> int:
+    if not args.metrics:
+        return await _bots(args, plans, tables, stats)
+    listen = parse_listen(args.metrics)
+    stats.metrics = BotMetrics(games=lambda: stats.games)
+    async with serve_metrics(stats.metrics, *listen) as port:
+        print(f"metrics on port {port} (/metrics)", file=sys.stderr, flush=True)
+        return await _bots(args, plans, tables, stats)
 
 
 async def _bots(

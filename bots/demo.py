@@ -51,6 +51,8 @@ class DemoOptions:
     think_ms: float = 40.0
     plans: tuple[TablePlan, ...] = DEFAULT_PLANS
     refresh: float = 0.25
+    metrics: str = ""
+    """``HOST:PORT`` to serve the server's Prometheus metrics on ("": none)."""
 
 
 async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
@@ -59,11 +61,15 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     stats = Stats()
     live = out.isatty()
     async with running(
-        ServeConfig(broker="embedded", store=options.store, port=options.port)
+        ServeConfig(
+            broker="embedded", store=options.store, port=options.port, metrics=options.metrics
+        )
     ) as server:
         tune_gc()  # server and bots in one process: no long collector pauses
         broker = server.address.url
         print(f"Ramino demo: embedded broker on {broker}, store {options.store}", file=out)
+        if server.metrics is not None:
+            print(f"Metrics on port {server.metrics_port} (/metrics)", file=out)
         print(
             f"{sum(p.seats for p in options.plans)} {options.policy} bots at "
             f"{len(options.plans)} tables; Ctrl-C stops.\n",

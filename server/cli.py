@@ -3,7 +3,8 @@
 Subcommands: ``variants`` (presets and options), ``simulate`` (random playouts with invariant
 checks) and ``demo`` (a game played by bots, printed move by move); over an event store,
 ``tables`` (every table), ``replay`` (a table's log as one viewer saw it, as text or JSON) and
-``verify-deal`` (the fairness check of each hand's deck); ``loadtest`` runs a Locust load test
+``verify-deal`` (the fairness check of each hand's deck), ``ladder`` (bot ladders,
+docs/ladder.md); ``loadtest`` runs a Locust load test
 scenario (loadtest/README.md). Exit status: 0 on success, 1 when a simulation finds invariant
 violations, a deal fails its check or a load test misses a threshold, 2 for bad arguments,
 variants, options, stores or replay requests (the message names the error code).
@@ -266,6 +267,12 @@ def _add_loadtest(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     loadtest.set_defaults(handler=_command_loadtest)
 
 
+def _add_ladder(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from server.ladder.commands import add_commands
+
+    add_commands(commands)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ramino`` command."""
     parser = argparse.ArgumentParser(
@@ -278,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_net_commands(commands)
     add_bot_commands(commands)
     _add_loadtest(commands)
+    _add_ladder(commands)
 
     variants = commands.add_parser("variants", help="list every preset with its options")
     variants.add_argument("--json", action="store_true", help="machine-readable output")

@@ -11,6 +11,7 @@ from protocol.transport import TransportError
 from server.net.accounts import Accounts, AccountsError, random_password
 from server.net.embedded import BrokerPortBusy
 from server.net.logs import configure_logging
+from server.net.metrics import MetricsAddressError
 from server.net.serve import ServeConfig, serve
 
 __all__ = ["add_commands"]
@@ -52,6 +53,31 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     serve_parser.add_argument("--burst", type=int, help="commands a client may send at once (100)")
     serve_parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        help="embedded broker: seconds a new socket has to send its CONNECT (10; 0: no limit)",
+    )
+    serve_parser.add_argument(
+        "--max-connections",
+        type=int,
+        help="embedded broker: connections open at once, all users (1000; 0: no limit)",
+    )
+    serve_parser.add_argument(
+        "--max-connections-per-user",
+        type=int,
+        help="embedded broker: connections of one username at once (8; 0: no limit)",
+    )
+    serve_parser.add_argument(
+        "--max-subscriptions",
+        type=int,
+        help="embedded broker: topic filters one client may hold (64; 0: no limit)",
+    )
+    serve_parser.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics on http://HOST:PORT/metrics (default: none)",
+    )
+    serve_parser.add_argument(
         "--log-format",
         choices=("auto", "json", "text"),
         default="auto",
@@ -91,6 +117,11 @@ def _command_serve(args: argparse.Namespace) -> int:
         claim_seconds=args.claim_seconds,
         rate=args.rate,
         burst=args.burst,
+        connect_timeout=args.connect_timeout,
+        max_connections=args.max_connections,
+        max_connections_per_user=args.max_connections_per_user,
+        max_subscriptions=args.max_subscriptions,
+        metrics=args.metrics,
     )
     configure_logging(args.log_format, args.log_level)
     try:
@@ -100,6 +131,9 @@ def _command_serve(args: argparse.Namespace) -> int:
         return 2
     except TransportError as error:
         print(f"ramino: {error} (see --broker and --server-password)", file=sys.stderr)
+        return 2
+    except MetricsAddressError as error:
+        print(f"ramino: {error}", file=sys.stderr)
         return 2
     return 0
 

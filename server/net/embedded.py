@@ -29,6 +29,17 @@ Where amqtt bypasses its plugins we close the gap in a ``Broker`` subclass:
   someone else's client id and another name is refused, so no queued private message changes
   hands.
 
+Limits (:mod:`server.net.broker_limits`, settings in :class:`BrokerLimits`), hooked into the
+same subclass: an accepted socket over ``max_connections`` is closed at once; a socket without a
+complete CONNECT after ``connect_timeout`` is closed (amqtt waits forever); an otherwise accepted
+CONNECT of a user already holding ``max_connections_per_user`` connections gets CONNACK 5 (its
+session is then dropped from amqtt's table, where a refused session would stay forever); a clean
+session taking over one of its user's client ids closes the old socket (amqtt leaves it open);
+a client's filters beyond ``max_subscriptions`` get SUBACK 0x80. The server account is exempt
+from the per-user and subscription limits. Each socket's task carries its counted
+:class:`~server.net.broker_limits.Connection` in a context variable, so the CONNECT hook knows
+which socket it is admitting.
+
 Not covered, for development and small rooms only: amqtt has no maximum packet size (Mosquitto's
 ``max_packet_size``), and a CONNECT reusing a connected client's id takes that connection over
 even when its credentials are then refused. Accepted sockets get TCP_NODELAY explicitly (asyncio
@@ -37,7 +48,9 @@ also sets it on TCP transports by default).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import errno
 import hmac
 import logging
@@ -49,16 +62,24 @@ from typing import Any
 
 from amqtt.broker import Broker
 from amqtt.contexts import Action
-from amqtt.errors import BrokerError
+from amqtt.errors import AMQTTError, BrokerError
 from amqtt.plugins.base import BaseAuthPlugin, BaseTopicPlugin
 from amqtt.session import Session
 
 from protocol import topics
 from server.net.accounts import Accounts
+from server.net.broker_limits import (
+    BrokerLimits,
+    Connection,
+    FailureLogFilter,
+    LimitsBook,
+    connection_cap,
+)
 
 __all__ = [
     "HOST",
     "SERVER_USER",
+    "BrokerLimits",
     "BrokerPortBusy",
     "EmbeddedBroker",
     "may_subscribe",
@@ -71,6 +92,12 @@ SERVER_USER = "ramino-server"
 _QUIET_LOGGERS = ("amqtt", "transitions")
 _NOT_A_CLIENT = "#"
 """A user that no client can be (``#`` is not a valid name): it may read only public topics."""
+_REFUSED = 0x80
+"""SUBACK return code of a refused filter."""
+_connection: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
+    "ramino_broker_connection", default=None
+)
+"""The socket whose task is running (amqtt handles each connection in one task)."""
 
 
 class BrokerPortBusy(RuntimeError):
@@ -207,13 +234,20 @@ class _Snapshots(dict[str, Any]):
 class _RaminoBroker(Broker):  # type: ignore[misc]
     """amqtt's broker with its ACL bypasses closed (see the module docstring)."""
 
-    def __init__(self, config: dict[str, Any], policy: _Policy) -> None:
+    def __init__(self, config: dict[str, Any], policy: _Policy, book: LimitsBook) -> None:
         super().__init__(config)
         self._ramino_policy = policy
+        self._ramino_limits = book
         self.__dict__["_subscriptions"] = _Snapshots(self.__dict__["_subscriptions"])
         self._writers: set[Any] = set()
 
     async def stream_connected(self, reader: Any, writer: Any, listener_name: str) -> None:
+        counted = self._ramino_limits.open_socket()
+        if counted is None:
+            writer.close()  # over max_connections: closed before reading a byte
+            return
+        counted.writer = writer
+        _connection.set(counted)
         connection = writer.get_extra_info("socket")
         if connection is not None and connection.family in (socket.AF_INET, socket.AF_INET6):
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -224,6 +258,57 @@ class _RaminoBroker(Broker):  # type: ignore[misc]
             # amqtt leaves some connections open when its handler ends or at shutdown.
             self._writers.discard(writer)
             writer.close()
+            self._forget_refused(counted)
+            self._ramino_limits.close_socket(counted)
+
+    async def _initialize_client_session(self, reader: Any, writer: Any, *address: Any) -> Any:
+        timeout = self._ramino_limits.limits.connect_timeout or None
+        try:
+            async with asyncio.timeout(timeout):
+                return await super()._initialize_client_session(reader, writer, *address)
+        except TimeoutError:
+            raise AMQTTError(f"no CONNECT within {timeout:g} s") from None
+
+    async def _authenticate(self, session: Session, listener: Any) -> bool:
+        accepted: bool = await super()._authenticate(session, listener)
+        if not accepted:
+            return False
+        connection = _connection.get()
+        book = self._ramino_limits
+        user, client_id = session.username or "", session.client_id or ""
+        if book.admit(connection, user, client_id, session.clean_session):
+            if connection is not None and session.clean_session:
+                # amqtt leaves the socket of a connection taken over open (and counted).
+                for old in book.taken_over(connection):
+                    old.writer.close()
+            return True
+        if connection is not None and session.clean_session:
+            connection.refused_session = session
+        return False
+
+    def _forget_refused(self, connection: Connection) -> None:
+        # amqtt keeps the session of a refused CONNECT in its table, marked connected, forever.
+        session = connection.refused_session
+        if session is not None:
+            connection.refused_session = None
+            held = self._sessions.get(session.client_id)
+            if held is not None and held[0] is session:
+                del self._sessions[session.client_id]
+
+    async def add_subscription(self, subscription: tuple[str, int], session: Session) -> int:
+        topic_filter, client_id = subscription[0], session.client_id or ""
+        if not self._ramino_limits.may_subscribe(session.username, client_id, topic_filter):
+            return _REFUSED
+        code: int = await super().add_subscription(subscription, session)
+        if code != _REFUSED:
+            self._ramino_limits.subscribed(client_id, topic_filter)
+        return code
+
+    def _del_subscription(self, a_filter: str, session: Session) -> int:
+        deleted: int = super()._del_subscription(a_filter, session)
+        if deleted:
+            self._ramino_limits.unsubscribed(session.client_id or "", a_filter)
+        return deleted
 
     async def close_connections(self) -> None:
         """Close every client connection still open (amqtt's shutdown leaves them)."""
@@ -292,8 +377,10 @@ class EmbeddedBroker:
         accounts: Accounts | None = None,
         server_password: str,
         server_user: str = SERVER_USER,
+        limits: BrokerLimits | None = None,
     ) -> None:
-        """Configure the broker; :meth:`start` (or ``async with``) starts it.
+        """Configure the broker; :meth:`start` (or ``async with``) starts it. ``limits``:
+        :class:`~server.net.broker_limits.BrokerLimits` (its defaults when ``None``).
 
         Raises:
             ValueError: ``server_password`` is empty or ``server_user`` is not a valid name.
@@ -304,6 +391,9 @@ class EmbeddedBroker:
             raise ValueError(f"invalid server user {server_user!r}")
         self._requested_port = port
         self._policy = _Policy(accounts, server_user, server_password)
+        self._limits = limits or BrokerLimits()
+        self._book: LimitsBook | None = None
+        self._log_filter = FailureLogFilter()
         self._broker: _RaminoBroker | None = None
         self._port: int | None = None
 
@@ -317,6 +407,23 @@ class EmbeddedBroker:
         if self._port is None:
             raise RuntimeError("the embedded broker is not running")
         return self._port
+
+    @property
+    def limits(self) -> BrokerLimits:
+        """The limits this broker enforces (its connection cap may be lower: see
+        :func:`~server.net.broker_limits.connection_cap`)."""
+        return self._limits
+
+    @property
+    def book(self) -> LimitsBook:
+        """The counts behind the limits (open sockets, refusals).
+
+        Raises:
+            RuntimeError: the broker is not running.
+        """
+        if self._book is None:
+            raise RuntimeError("the embedded broker is not running")
+        return self._book
 
     @property
     def url(self) -> str:
@@ -342,7 +449,8 @@ class EmbeddedBroker:
                 f"{__name__}.RaminoTopicPlugin": policy,
             },
         }
-        broker = _RaminoBroker(config, self._policy)
+        book = LimitsBook(self._limits, self._policy.server_user, connection_cap(self._limits))
+        broker = _RaminoBroker(config, self._policy, book)
         broker_logger = logging.getLogger("amqtt.broker")
         level = broker_logger.level
         # A busy port is reported by BrokerPortBusy; amqtt would also log it with a traceback.
@@ -359,13 +467,15 @@ class EmbeddedBroker:
             raise
         finally:
             broker_logger.setLevel(level)
-        self._broker = broker
+        self._broker, self._book = broker, book
+        logging.getLogger("amqtt.broker").addFilter(self._log_filter)
         # amqtt keeps its listening servers private; port 0 is only known from the socket.
         self._port = broker._servers["default"].instance.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
         """Disconnect every client and stop listening (nothing is kept)."""
         broker, self._broker, self._port = self._broker, None, None
+        logging.getLogger("amqtt.broker").removeFilter(self._log_filter)
         if broker is not None:
             # amqtt warns of the messages it drops as it stops (the last wills and presences
             # of clients it disconnects): expected at a shutdown, not worth a warning.

@@ -74,6 +74,7 @@ from protocol.transport import Message, Transport
 from server.engine import OPTIONS, VARIANTS, is_over, legal_actions, view
 from server.engine.views import View, seat_view
 from server.net.logs import get_logger
+from server.net.metrics import NO_METRICS, NoMetrics
 from server.tables import table as tables
 from server.tables.actor import Reply as TableReply
 from server.tables.actor import TableActor
@@ -192,6 +193,7 @@ class Gateway:
         """Requests answered so far."""
         self.refused = 0
         """Messages dropped or refused for a limit or a bad payload."""
+        self.metrics: NoMetrics = NO_METRICS
 
     # Life -----------------------------------------------------------------------------------
 
@@ -274,12 +276,11 @@ class Gateway:
             return
         if client in self._absent:
             self._set_absent(client, False)
-        task = asyncio.create_task(self._run(client, table, request))
+        task = asyncio.create_task(self._run(client, table, request, time.perf_counter()))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, client: str, table: str, request: Request) -> None:
-        started = time.perf_counter()
+    async def _run(self, client: str, table: str, request: Request, started: float) -> None:
         try:
             reply = await self._dispatch(client, table, request)
         except CodedError as error:
@@ -289,6 +290,7 @@ class Gateway:
             reply = _error(request.id, "server/internal", f"internal error: {type(error).__name__}")
         self.handled += 1
         self._reply(client, reply)
+        self.metrics.command(request.cmd, reply, started)
         if not _events_level.isEnabledFor(logging.DEBUG):
             return
         _events.debug(
@@ -305,6 +307,7 @@ class Gateway:
 
     def _reply(self, client: str, reply: Reply) -> None:
         self.transport.publish(topics.inbox(client), encode(reply), qos=1)
+        self.metrics.reply(reply)
 
     async def _dispatch(self, client: str, table: str, request: Request) -> Reply:
         command = request.cmd
@@ -499,6 +502,7 @@ class Gateway:
         self._set_absent(client, not presence.online)
 
     def _set_absent(self, client: str, absent: bool) -> None:
+        self.metrics.presence(client, not absent)
         if absent:
             self._absent.add(client)
         else:

@@ -3,7 +3,10 @@
 Settings come from the command line or ``RAMINO_*`` environment variables (the command line
 wins): the broker (``embedded``, the default, runs an amqtt broker in this process; or
 ``mqtt://HOST:PORT``), the store URL, the server account's name and password, the accounts
-file of the embedded broker (none: guests), timers and limits.
+file of the embedded broker (none: guests), timers and limits, the embedded broker's
+connection limits (:class:`~server.net.broker_limits.BrokerLimits`), and where to serve
+Prometheus metrics (``--metrics HOST:PORT``, ``server.net.metrics``; none by default). At start
+the process raises its soft file limit to the hard one.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import secrets
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from protocol import topics
 from protocol.codec import encode
@@ -24,8 +27,10 @@ from protocol.messages import PROTOCOL_VERSION, ServerStatus
 from protocol.runtime import tune_gc
 from protocol.transport import BrokerAddress, Transport, parse_broker_url
 from server.net.accounts import Accounts
+from server.net.broker_limits import BrokerLimits, raise_file_limit
 from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
+from server.net.metrics import Metrics, parse_listen, serve_metrics
 from server.tables.service import TableService
 from server.tables.store import EventStore, open_store
 from server.tables.timers import Clock, SystemClock
@@ -37,6 +42,15 @@ _log = logging.getLogger(__name__)
 WRITE_SPACING = 0.001
 """The server's socket writes to the broker are at least this far apart (seconds): under load
 one write carries the messages of many commands, at the cost of at most this much latency."""
+
+
+_BROKER_LIMITS: tuple[tuple[str, Callable[[str], object]], ...] = (
+    ("connect_timeout", float),
+    ("max_connections", int),
+    ("max_connections_per_user", int),
+    ("max_subscriptions", int),
+)
+"""The fields of ``BrokerLimits`` read from ``RAMINO_<NAME>`` variables and flags."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,17 +68,21 @@ class ServeConfig:
     grace_seconds: float = 30.0
     claim_seconds: float = 10.0
     limits: Limits = field(default_factory=Limits)
+    broker_limits: BrokerLimits = field(default_factory=BrokerLimits)
+    """Connection and subscription limits of the embedded broker."""
     mqtt5: bool | None = None
     """Whether the server's connection speaks MQTT 5 (``None``: on an external broker only). It
     needs MQTT 5 to tell a retained command from a new one on an external broker; the embedded
     broker (MQTT 3.1.1) drops retained commands itself."""
+    metrics: str = ""
+    """``HOST:PORT`` to serve Prometheus metrics on (``/metrics``); "": none."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> ServeConfig:
         """Settings from ``RAMINO_*`` variables, then ``overrides`` (``None`` values skipped)."""
         env = dict(os.environ) if env is None else env
         values: dict[str, object] = {}
-        for name, cast in (
+        settings: tuple[tuple[str, Callable[[str], object]], ...] = (
             ("broker", str),
             ("store", str),
             ("port", int),
@@ -75,7 +93,10 @@ class ServeConfig:
             ("claim_seconds", float),
             ("rate", float),
             ("burst", int),
-        ):
+            ("metrics", str),
+            *_BROKER_LIMITS,
+        )
+        for name, cast in settings:
             text = env.get(f"RAMINO_{name.upper()}")
             if text:
                 values[name] = cast(text)
@@ -87,6 +108,10 @@ class ServeConfig:
                 rate=float(rate if rate is not None else defaults.rate),  # type: ignore[arg-type]
                 burst=int(burst if burst is not None else defaults.burst),  # type: ignore[call-overload]
             )
+        broker_limits = {name: values.pop(name) for name, _cast in _BROKER_LIMITS if name in values}
+        if broker_limits:
+            base = values.get("broker_limits", BrokerLimits())
+            values["broker_limits"] = replace(base, **broker_limits)  # type: ignore[type-var]
         return cls(**values)  # type: ignore[arg-type]
 
 
@@ -100,6 +125,9 @@ class Running:
     store: EventStore
     server_password: str
     resumed: list[str]
+    metrics: Metrics | None = None
+    metrics_port: int = 0
+    """The port ``/metrics`` is served on (0: no metrics)."""
 
 
 @contextlib.asynccontextmanager
@@ -110,14 +138,18 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
         BrokerPortBusy: the embedded broker found no port to listen on.
         TransportError: the broker is not reachable or refuses the server account.
         StoreError: the store cannot be opened.
+        MetricsAddressError: ``config.metrics`` is not ``HOST:PORT`` or cannot be listened on.
     """
     clock = clock or SystemClock()
+    listen = parse_listen(config.metrics) if config.metrics else None
     async with contextlib.AsyncExitStack() as stack:
         password = config.server_password
         if config.broker == "embedded":
             password = password or secrets.token_urlsafe(16)
             accounts = Accounts.load(config.accounts) if config.accounts else None
-            broker = await _embedded(config.port, accounts, password, config.server_user)
+            broker = await _embedded(
+                config.port, accounts, password, config.server_user, config.broker_limits
+            )
             stack.push_async_callback(broker.stop)
             address = parse_broker_url(broker.url)
         else:
@@ -145,19 +177,28 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             grace_seconds=config.grace_seconds,
         )
         gateway.service = service
+        metrics, metrics_port = None, 0
+        if listen is not None:
+            metrics = Metrics()
+            metrics.attach(gateway, service, store)
+            metrics_port = await stack.enter_async_context(serve_metrics(metrics, *listen))
         await gateway.start()
         stack.push_async_callback(service.stop)
         stack.push_async_callback(gateway.stop)
         resumed = list(service.actors)
-        yield Running(address, service, gateway, store, password, resumed)
+        yield Running(address, service, gateway, store, password, resumed, metrics, metrics_port)
 
 
 async def _embedded(
-    port: int, accounts: Accounts | None, password: str, server_user: str
+    port: int, accounts: Accounts | None, password: str, server_user: str, limits: BrokerLimits
 ) -> EmbeddedBroker:
     """The embedded broker on ``port``, or on a free port if that one is taken."""
     broker = EmbeddedBroker(
-        port=port, accounts=accounts, server_password=password, server_user=server_user
+        port=port,
+        accounts=accounts,
+        server_password=password,
+        server_user=server_user,
+        limits=limits,
     )
     try:
         await broker.start()
@@ -165,7 +206,11 @@ async def _embedded(
         if port == 0:
             raise
         broker = EmbeddedBroker(
-            port=0, accounts=accounts, server_password=password, server_user=server_user
+            port=0,
+            accounts=accounts,
+            server_password=password,
+            server_user=server_user,
+            limits=limits,
         )
         await broker.start()
         print(
@@ -195,6 +240,7 @@ async def serve(config: ServeConfig, announce: Callable[[str], None] | None = No
     """Run until SIGINT or SIGTERM, then stop cleanly."""
     if announce is None:
         announce = _say
+    raise_file_limit()  # idle sockets must not run out of file descriptors (logged)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -207,5 +253,8 @@ async def serve(config: ServeConfig, announce: Callable[[str], None] | None = No
             f"ramino: serving on {where} {server.address.url}, store {config.store}, "
             f"{len(server.resumed)} table(s) resumed; Ctrl-C stops"
         )
+        if server.metrics is not None:
+            host = parse_listen(config.metrics)[0] or "0.0.0.0"
+            announce(f"ramino: metrics on http://{host}:{server.metrics_port}/metrics")
         await stop.wait()
         announce("ramino: stopping")

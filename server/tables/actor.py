@@ -67,7 +67,7 @@ from server.tables.table import (
     fold,
     reveal_records,
 )
-from server.tables.timers import Clock, SystemClock, auto_command, deadline
+from server.tables.timers import NO_TIMER_METRICS, Clock, SystemClock, auto_command, deadline
 
 __all__ = ["OUTSIDER_REFUSALS", "Outbox", "Reply", "TableActor", "load_table"]
 
@@ -230,6 +230,7 @@ class TableActor:
         self._armed: float | None = None
         """The deadline the timer waits for (``None``: none): a move that leaves it as it is
         does not wake the timer."""
+        self.metrics = NO_TIMER_METRICS
 
     @classmethod
     async def load(
@@ -443,6 +444,7 @@ class TableActor:
                     if playing and not waiting[seat]
                 ]
                 await self._append(late, f"timeout:{seq}:ready")
+                self.metrics.timer_fired("ready")
             return
         if (
             self.table.seq != seq
@@ -454,6 +456,7 @@ class TableActor:
             return  # someone moved or came back meanwhile; the timer starts again
         player = awaiting(game)[0]
         claim = game.phase is Phase.CLAIM
+        self.metrics.timer_fired("claim" if claim else "turn")
         created = self.table.created
         if not claim and not game.forfeited[player]:
             # A missed turn counts towards forfeiting the seat (claim windows do not count).

@@ -292,9 +292,7 @@ class PostgresStore:
             for request in batch:
                 _settle(request.future, error, 0)
             return
-        self.stats.transactions += 1
-        self.stats.appends += len(batch)
-        self.stats.commit_seconds.append(time.perf_counter() - started)
+        self.stats.committed(time.perf_counter() - started, len(batch))
         for request, outcome, value in outcomes:
             _settle(request.future, outcome, value)
 

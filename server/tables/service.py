@@ -15,7 +15,7 @@ from server.engine import Command
 from server.tables.actor import Outbox, Reply, TableActor
 from server.tables.store import EventStore
 from server.tables.table import CreateTable, TableCommand, empty_table
-from server.tables.timers import Clock, SystemClock
+from server.tables.timers import NO_TIMER_METRICS, Clock, SystemClock
 
 __all__ = ["TableService"]
 
@@ -43,6 +43,7 @@ class TableService:
         self.grace_seconds = grace_seconds
         self.actors: dict[str, TableActor] = {}
         self._loading: dict[str, asyncio.Future[TableActor]] = {}
+        self.metrics = NO_TIMER_METRICS
 
     async def start(self) -> list[str]:
         """Load and start every table that is not finished; return their ids."""
@@ -145,6 +146,7 @@ class TableService:
                     claim_seconds=self.claim_seconds,
                     grace_seconds=self.grace_seconds,
                 )
+            actor.metrics = self.metrics
             actor.start()
             self.actors[table_id] = actor
         return actor

@@ -325,9 +325,7 @@ class SqliteStore:
         if len(self._heads) + len(heads) > _HEADS_CACHED:
             self._heads.clear()
         self._heads.update(heads)
-        self.stats.transactions += 1
-        self.stats.appends += len(batch)
-        self.stats.commit_seconds.append(time.perf_counter() - started)
+        self.stats.committed(time.perf_counter() - started, len(batch))
         _answer(answers)
         self._commits_since_checkpoint += 1
         if self._commits_since_checkpoint >= self._commits_to_checkpoint:

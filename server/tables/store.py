@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -69,6 +69,16 @@ class StoreStats:
     commit_seconds: list[float] = field(default_factory=list)
     checkpoint_seconds: list[float] = field(default_factory=list)
     """WAL checkpoints the SQLite writer ran between commits (none for PostgreSQL)."""
+    observer: Callable[[float, int], None] | None = None
+    """Told of each commit: its duration (s) and its appends (the server's metrics)."""
+
+    def committed(self, seconds: float, appends: int) -> None:
+        """Count a transaction of ``appends`` appends that took ``seconds`` to commit."""
+        self.transactions += 1
+        self.appends += appends
+        self.commit_seconds.append(seconds)
+        if self.observer is not None:
+            self.observer(seconds, appends)
 
 
 class TableSummary(msgspec.Struct, frozen=True):

@@ -30,9 +30,11 @@ from server.engine import (
 from server.engine.game import Phase, awaiting
 
 __all__ = [
+    "NO_TIMER_METRICS",
     "Clock",
     "ManualClock",
     "SystemClock",
+    "TimerMetrics",
     "auto_command",
     "deadline",
 ]
@@ -112,6 +114,23 @@ class ManualClock:
     def sleepers(self) -> int:
         """How many tasks wait on this clock (tests wait for a timer to be armed)."""
         return sum(1 for _, future in self._sleepers if not future.done())
+
+
+class TimerMetrics(Protocol):
+    """Where a table tells that its timer ran out and the server acted (the server's metrics)."""
+
+    def timer_fired(self, kind: str) -> None:
+        """``kind``: ``turn`` (a move played for a seat), ``claim`` (a claim window closed) or
+        ``ready`` (the pause between hands ended)."""
+        ...
+
+
+class _NoTimerMetrics:
+    def timer_fired(self, kind: str) -> None:
+        """Nothing is counted."""
+
+
+NO_TIMER_METRICS: TimerMetrics = _NoTimerMetrics()
 
 
 def deadline(

@@ -1,0 +1,129 @@
+"""``ramino ladder``: the readers' JSON and the coded errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from server.cli import main
+from server.ladder.pairing import PairingSettings
+from server.ladder.pools import parse_pools
+from server.ladder.service import Ladder, RunSettings
+from server.tables.store import open_store
+from tests.ladder.test_ladder import FakeClock, ScriptedRunner
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+async def _fill(url: str) -> None:
+    store = await open_store(url)
+    try:
+        ladder = await Ladder.open(store, "main", FakeClock())
+        settings = RunSettings(
+            parse_pools("knock-2,rummy500-3"),
+            matches=40,
+            seed="cli",
+            pairing=PairingSettings(min_matches=4),
+        )
+        await ladder.run(settings, ScriptedRunner())
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+def filled(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'ladder.db'}"
+    asyncio.run(_fill(url))
+    return url
+
+
+def test_status_and_leaderboard_json(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``status --json`` counts results per pool and lists entrants with ``min_matches``
+    results, best ordinal first; ``leaderboard --pool`` is that pool's list."""
+    status, out, _ = _run(capsys, "ladder", "status", "--store", filled, "--json")
+    assert 0 == status
+    data = json.loads(out)
+    assert 40 == data["results"]
+    assert [] == data["pending"]
+    assert 4 == data["min_matches"]
+    assert {"knock-2", "rummy500-3"} == set(data["pools"])
+    assert 40 == sum(pool["results"] for pool in data["pools"].values())
+    board = data["pools"]["knock-2"]["leaderboard"]
+    ordinals = [row["ordinal"] for row in board]
+    assert sorted(ordinals, reverse=True) == ordinals
+    assert all(row["matches"] >= 4 for row in board)
+    assert all(
+        round(row["mu"] - 3 * row["sigma"], 2) == pytest.approx(row["ordinal"], abs=0.01)
+        for row in board
+    )
+    status, out, _ = _run(
+        capsys, "ladder", "leaderboard", "--store", filled, "--pool", "knock-2", "--json"
+    )
+    assert board == json.loads(out)
+
+
+def test_history_follows_an_entrants_rating(
+    filled: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``history NAME`` lists each result of the entrant with its rating after it."""
+    status, out, _ = _run(
+        capsys, "ladder", "history", "heuristic@1", "--store", filled, "--pool", "knock-2", "--json"
+    )
+    assert 0 == status
+    rows = json.loads(out)
+    assert rows
+    assert all("heuristic@1" not in row["opponents"] for row in rows)
+    _, board, _ = _run(
+        capsys, "ladder", "leaderboard", "--store", filled, "--pool", "knock-2", "--all", "--json"
+    )
+    mine = next(row for row in json.loads(board) if row["entrant"] == "heuristic@1")
+    assert mine["matches"] == len(rows)
+    assert mine["mu"] == pytest.approx(rows[-1]["mu"], abs=1e-3)
+
+
+def test_entrants_add_remove_list(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Removing an entrant keeps it listed as removed; adding it back makes it active."""
+    assert 0 == _run(capsys, "ladder", "entrants", "remove", "mc@1", "--store", filled)[0]
+    _, out, _ = _run(capsys, "ladder", "entrants", "list", "--store", filled, "--json")
+    assert {"name": "mc@1", "kind": "builtin", "spec": "mc:200", "active": False} in json.loads(out)
+    assert 0 == _run(capsys, "ladder", "entrants", "add", "mc@1", "--store", filled)[0]
+    _, out, _ = _run(capsys, "ladder", "entrants", "list", "--store", filled, "--json")
+    assert all(row["active"] for row in json.loads(out))
+
+
+def test_export_holds_every_result(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``export`` is one JSON document with every result and a refit difference of 0."""
+    status, out, _ = _run(capsys, "ladder", "export", "--store", filled)
+    assert 0 == status
+    data = json.loads(out)
+    assert 40 == len(data["matches"])
+    assert 0.0 == data["refit_max_difference"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["run", "--pools", "gin-3", "--matches", "1"], "ladder/bad_pool"),
+        (["run", "--pools", "chess-2", "--matches", "1"], "ladder/bad_pool"),
+        (["run", "--pools", "gin", "--matches", "1"], "ladder/bad_pool"),
+        (["entrants", "add", "alphago@1"], "ladder/unknown_entrant"),
+        (["entrants", "add", "random@1"], "ladder/duplicate_entrant"),
+        (["entrants", "remove", "nobody@1"], "ladder/unknown_entrant"),
+        (["history", "nobody@1"], "ladder/unknown_entrant"),
+        (["status", "--ladder", "no/such"], "ladder/bad_name"),
+    ],
+)
+def test_bad_requests_get_coded_errors(
+    filled: str, capsys: pytest.CaptureFixture[str], argv: list[str], code: str
+) -> None:
+    """Each refusal exits 2 and names its code."""
+    status, _, err = _run(capsys, "ladder", *argv, "--store", filled)
+    assert 2 == status
+    assert f"[{code}]" in err
