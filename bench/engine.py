@@ -319,7 +319,7 @@ class SolverRates:
     ramino: float
     """``deadwood`` on 13-card ramino hands, fresh hands in every repeat."""
     ramino_again: float
-    """The same, on hands already solved once (what the component memo gives)."""
+    """The same, on hands already solved once (every suit pattern and set choice memoised)."""
     ramino_best_melds: float
 
 
@@ -327,9 +327,9 @@ def solver_table(seed: int, repeats: int, counts: tuple[int, int, int]) -> Solve
     """Solves/s of ``deadwood`` and ``best_melds`` per hand kind and of OpenSpiel's
     ``min_deadwood`` (median of ``repeats`` interleaved runs).
 
-    The 13-card ramino hands are fresh in every repeat (the general path memoises solved
-    components across hands, so hands seen before are cheaper); one more row times a repeat's
-    hands a second time, to show what that memo does.
+    The 13-card ramino hands are fresh in every repeat (the solver memoises suit patterns and
+    set choices across hands, so hands seen before are cheaper); one more row times a repeat's
+    hands a second time, to show what those memos do.
     """
     rng = random.Random(seed)
     gin = our_gin_rules()

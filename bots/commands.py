@@ -14,6 +14,7 @@ from bots.demo import DEMO_STORE, DemoOptions, run_demo
 from protocol.runtime import tune_gc
 from protocol.transport import TransportError
 from server.engine import VARIANTS, find_variant
+from server.net.commands import SecretError, read_secret
 from server.net.embedded import BrokerPortBusy
 from server.net.logs import configure_logging
 from server.net.metrics import BotMetrics, MetricsAddressError, parse_listen, serve_metrics
@@ -60,7 +61,16 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     bots.add_argument("--think-ms", type=float, default=0.0)
     bots.add_argument("--games", type=int, default=1, help="games per table (%(default)s)")
-    bots.add_argument("--password", default="", help="the bots' password (Mosquitto accounts)")
+    password = bots.add_mutually_exclusive_group()
+    password.add_argument(
+        "--password-file",
+        metavar="PATH",
+        help="file holding the bots' password (Mosquitto accounts, or guest names to log in "
+        "with again; default: a random one per bot)",
+    )
+    password.add_argument(
+        "--password", default="", help="the bots' password on the command line (shows in ps)"
+    )
     bots.add_argument("--prefix", default="", help="bot names are PREFIX-1, PREFIX-2, ...")
     bots.add_argument(
         "--metrics", default="", metavar="HOST:PORT", help="serve the bots' Prometheus metrics"
@@ -95,7 +105,12 @@ def _command_bots(args: argparse.Namespace) -> int:
     plans = [TablePlan(args.variant, seats) for _ in range(max(1, count // seats))]
     stats = Stats()
     try:
+        if args.password_file:
+            args.password = read_secret(args.password_file)
         return asyncio.run(_bots_with_metrics(args, plans, tables, stats))
+    except SecretError as error:
+        print(f"ramino: {error}", file=sys.stderr)
+        return 2
     except (TransportError, MetricsAddressError) as error:
         print(f"ramino: {error}", file=sys.stderr)
         return 2

@@ -22,7 +22,7 @@ from typing import TextIO
 from bots.client import Stats, TablePlan, TableProgress, run_bots
 from protocol.runtime import tune_gc
 from server.engine import make_rules
-from server.net.serve import ServeConfig, running
+from server.net.serve import MEMORY, ServeConfig, running
 
 __all__ = ["DEFAULT_PLANS", "DEMO_STORE", "DemoOptions", "run_demo"]
 
@@ -60,11 +60,16 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
     _store_folder(options.store)
     stats = Stats()
     live = out.isatty()
-    async with running(
-        ServeConfig(
-            broker="embedded", store=options.store, port=options.port, metrics=options.metrics
-        )
-    ) as server:
+    # The bots' names are the same every run, their passwords new: the guest names of this
+    # private broker live as long as it does.
+    config = ServeConfig(
+        broker="embedded",
+        store=options.store,
+        port=options.port,
+        guests=MEMORY,
+        metrics=options.metrics,
+    )
+    async with running(config) as server:
         tune_gc()  # server and bots in one process: no long collector pauses
         broker = server.address.url
         print(f"Ramino demo: embedded broker on {broker}, store {options.store}", file=out)

@@ -224,7 +224,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="A Ramino player that moves at random.")
     parser.add_argument("--broker", default="mqtt://127.0.0.1:1883", help="mqtt://HOST:PORT")
     parser.add_argument("--user", required=True, help="your account (the MQTT username)")
-    parser.add_argument("--password", default="", help="its password")
+    parser.add_argument(
+        "--password",
+        default="",
+        help="its password (default: a random one; a guest-mode server binds a name to the "
+        "first password it logs in with, so give one to play under the same name again)",
+    )
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--create", metavar="VARIANT", help="open a table of VARIANT and sit")
     what.add_argument("--join", metavar="TABLE", help="sit at table TABLE")
@@ -246,7 +251,7 @@ async def main(args: argparse.Namespace) -> int:
             url.hostname,
             url.port or 1883,
             username=args.user,  # the username is our identity on every topic
-            password=args.password,
+            password=args.password or secrets.token_urlsafe(18),
             protocol=aiomqtt.ProtocolVersion.V311,
             will=aiomqtt.Will(presence, offline, qos=1),  # the broker says it if we vanish
             # Small messages both ways: without TCP_NODELAY, Nagle's algorithm holds a command

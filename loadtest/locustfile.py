@@ -125,7 +125,12 @@ START_CODES = frozenset({"table/not_full", "table/game_running", "table/game_ove
 
 
 def _arguments(parser: Any) -> None:
-    parser.add_argument("--ramino-password", default="", help="password of every load player")
+    parser.add_argument(
+        "--ramino-password",
+        default="",
+        env_var="LOCUST_RAMINO_PASSWORD",
+        help="password of every load player",
+    )
     parser.add_argument(
         "--ramino-accounts", default="", help="file of 'NAME PASSWORD' lines (overrides)"
     )

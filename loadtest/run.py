@@ -78,9 +78,10 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 def locust_command(
-    args: argparse.Namespace, scenario: Scenario, host: str, summary: Path, password: str
+    args: argparse.Namespace, scenario: Scenario, host: str, summary: Path, prefix: str = ""
 ) -> list[str]:
-    """The ``locust`` command line of a run."""
+    """The ``locust`` command line of a run (the players' password goes in the environment,
+    ``LOCUST_RAMINO_PASSWORD``: a command line shows in ps)."""
     command = [
         sys.executable,
         "-m",
@@ -110,8 +111,8 @@ def locust_command(
         "--ramino-games",
         str(args.games),
     ]
-    if password:
-        command += ["--ramino-password", password]
+    if prefix:
+        command += ["--ramino-prefix", prefix]
     if args.variants:
         command += ["--ramino-variants", args.variants]
     if args.csv:
@@ -185,12 +186,14 @@ def _mosquitto(folder: Path, names: Sequence[str], password: str) -> Iterator[tu
 
 
 @contextlib.contextmanager
-def _server(arguments: Sequence[str]) -> Iterator[str]:
-    """``ramino serve ARGUMENTS``; yields the broker URL it announces once ready."""
+def _server(arguments: Sequence[str], env: dict[str, str]) -> Iterator[str]:
+    """``ramino serve ARGUMENTS`` with ``env`` added to its environment; yields the broker URL
+    it announces once ready."""
     process = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "serve", *arguments],
         stdout=subprocess.PIPE,
         text=True,
+        env={**os.environ, **env},
     )
     lines: queue.Queue[str] = queue.Queue()
 
@@ -225,25 +228,25 @@ def run_command(args: argparse.Namespace) -> int:
     scenario = SCENARIOS[args.scenario]
     with contextlib.ExitStack() as stack:
         password = args.password or os.environ.get("RAMINO_LOADTEST_PASSWORD", "")
+        # Made up: on a guest-mode server the first password binds a name, so the names are
+        # fresh ones too.
+        prefix = "" if password or args.local else f"load-{secrets.token_hex(3)}-"
+        password = password or secrets.token_urlsafe(12)
+        secret_env: dict[str, str] = {}
         if args.local:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ramino-lt-")))
             store = ["--store", f"sqlite:///{folder / 'events.db'}"]
             if args.mosquitto:
-                password = password or secrets.token_urlsafe(12)
                 users = args.users or scenario.users
                 names = player_names("load", max(1, args.processes or 1), users)
                 port, server_password = stack.enter_context(_mosquitto(folder, names, password))
-                serve = [
-                    "--broker",
-                    f"mqtt://127.0.0.1:{port}",
-                    "--server-password",
-                    server_password,
-                ]
+                serve = ["--broker", f"mqtt://127.0.0.1:{port}"]
+                secret_env["RAMINO_SERVER_PASSWORD"] = server_password  # not in ps
             else:
                 serve = ["--port", str(_free_port())]
             # The server's info lines (one per table change) would drown Locust's report.
             quiet = ["--log-level", "warning"]
-            host = stack.enter_context(_server([*serve, *store, *quiet]))
+            host = stack.enter_context(_server([*serve, *store, *quiet], secret_env))
             print(f"ramino loadtest: local server on {host}", flush=True)
         elif args.host:
             host = args.host
@@ -251,8 +254,9 @@ def run_command(args: argparse.Namespace) -> int:
             print("ramino loadtest: name the broker with --host, or use --local", file=sys.stderr)
             return 2
         summary = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "summary.json"
-        command = locust_command(args, scenario, host, summary, password)
-        status = subprocess.run(command, check=False).returncode
+        command = locust_command(args, scenario, host, summary, prefix)
+        players_env = {**os.environ, "LOCUST_RAMINO_PASSWORD": password}
+        status = subprocess.run(command, check=False, env=players_env).returncode
         if not summary.exists():
             print(f"ramino loadtest: locust ended ({status}) without a summary", file=sys.stderr)
             return 1

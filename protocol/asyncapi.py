@@ -980,7 +980,9 @@ def examples() -> tuple[Example, ...]:
         _public("TimedOut", 12, TimedOut(seat=1), "The server's moves for seat 1 follow."),
         _public("SeatBack", 15, SeatBack(seat=1)),
         _public("PlayerReady", 16, PlayerReady(seat=0)),
-        _public("TableClosed", 40, TableClosed(reason="closed by an operator")),
+        _public(
+            "TableClosed", 40, TableClosed(reason="expired: no activity while waiting for players")
+        ),
     )
     game_events = (
         _public(

@@ -10,6 +10,10 @@
             if update.legal:
                 await table.act(pick(update.view, update.legal))
 
+Without a password the client makes up a random one for its lifetime: on a guest-mode server
+(``ramino serve`` without accounts) the first password a name logs in with binds the name, so
+give a password of your own to log in with the same name again from another process.
+
 Every request carries a fresh id and is sent again with the same id until its reply comes
 (the server answers a repeated id with the first reply and never acts twice), so a command
 survives a dropped connection or a restarted server. Each table keeps the last ``seq`` it saw;
@@ -119,6 +123,8 @@ class Client:
         self.request_timeout = request_timeout
         self.attempts = attempts
         offline = encode(Presence(online=False))
+        # A guest name is bound to its first password: an empty one would let anyone in.
+        password = password or secrets.token_urlsafe(18)
         self.transport = Transport(
             username, password, will=(topics.presence(username), offline), tap=tap
         )

@@ -424,7 +424,7 @@ class PlayerReady(msgspec.Struct, frozen=True, tag="player_ready"):
 
 
 class TableClosed(msgspec.Struct, frozen=True, tag="table_closed"):
-    """The table is closed (everyone left, or an operator closed it)."""
+    """The table is closed for good (a table waiting for players that expired)."""
 
     reason: str
 

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -144,6 +143,11 @@ class Transport:
         self._client.set_auth_credentials(username, password or None)
         self._client.set_config({"reconnect_retries": -1, "reconnect_delay": reconnect_delay})
         self._client.on_message = self._on_message
+        # gmqtt looks its packet handlers up by name on the instance: QoS 0 messages for a
+        # ``deliver`` callback take a shorter way than its generic one (see _fast_publish).
+        handler = self._client._package_handler
+        self._gmqtt_publish = handler._handle_publish_packet
+        handler._handle_publish_packet = self._fast_publish
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
         self.tap = tap
@@ -160,12 +164,9 @@ class Transport:
         """How many times the connection was made (1 + reconnections)."""
         self.dropped = 0
         """Messages dropped because the inbound queue was full."""
-        self._held: deque[tuple[str, bytes, int, bool]] = deque()
-        """QoS 1 messages waiting for a packet id: the broker lets only so many be unacknowledged
-        at once (MQTT 5 "receive maximum": Mosquitto's ``max_inflight_messages``)."""
-        self._releasing = False
-        self.held_most = 0
-        """The most messages that waited for a packet id at once (tests and tools)."""
+        self.downgraded = 0
+        """QoS 1 messages sent at QoS 0 because the broker had not yet acknowledged as many
+        as it lets a client have in flight (its MQTT 5 "receive maximum")"""
 
     async def connect(self, address: BrokerAddress, keepalive: int = 30) -> None:
         """Connect (the first time; later reconnections are automatic).
@@ -237,45 +238,15 @@ class Transport:
     def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False) -> None:
         """Queue a message for the broker (QoS 1 messages are resent after a reconnection).
 
-        A QoS 1 message published while as many as the broker allows are unacknowledged waits
-        here, in order, for an acknowledgement to free a packet id (gmqtt would raise).
+        When the broker has as many QoS 1 messages of ours unacknowledged as it allows (its
+        acknowledgements wait behind what it sends us, a flood for instance), the message goes
+        at QoS 0 rather than not at all (counted in ``downgraded``).
         """
-        if qos and (self._held or self._window_full()):
-            self._held.append((topic, payload, qos, retain))
-            self.held_most = max(self.held_most, len(self._held))
-            return
-        self._client.publish(topic, payload, qos=qos, retain=retain)
-
-    def _window_full(self) -> bool:
-        ids: Any = self._client._package_handler.id_generator  # gmqtt has no public view of it
-        used: int = len(ids._used_ids)
-        most: int = ids._max
-        return used >= most - 1
-
-    def _release(self) -> None:
-        """Publish what waits for a packet id, while ids are free."""
-        self._releasing = False
-        while self._held and not self._window_full():
-            topic, payload, qos, retain = self._held.popleft()
+        try:
             self._client.publish(topic, payload, qos=qos, retain=retain)
-
-    def _watch_ids(self) -> None:
-        """Release waiting messages whenever an acknowledgement frees a packet id."""
-        ids: Any = self._client._package_handler.id_generator
-        if getattr(ids, "_ramino_watched", False):
-            return
-        free_id = ids.free_id
-
-        def freed(mid: int) -> None:
-            free_id(mid)
-            if self._held and not self._releasing:
-                # After gmqtt has dropped the acknowledged message from its store: a message
-                # published now may get the same id.
-                self._releasing = True
-                asyncio.get_running_loop().call_soon(self._release)
-
-        ids.free_id = freed
-        ids._ramino_watched = True
+        except OverflowError:  # gmqtt: no packet id left
+            self.downgraded += 1
+            self._client.publish(topic, payload, qos=0, retain=retain)
 
     async def receive(self) -> Message:
         """The next message received."""
@@ -285,6 +256,35 @@ class Transport:
         """Every message received, in order, forever."""
         while True:
             yield await self._queue.get()
+
+    def _fast_publish(self, command: int, packet: bytes) -> None:
+        """gmqtt's PUBLISH handler, shortened for a QoS 0 message with a ``deliver`` callback:
+        the topic and payload are cut out of the packet and delivered, the properties skipped
+        unread (a server under a flood spends most of its time here per message)."""
+        deliver = self.deliver
+        if deliver is None or command & 0x06 or self.tap is not None or len(packet) < 3:
+            self._gmqtt_publish(command, packet)
+            return
+        size = (packet[0] << 8) | packet[1]
+        offset = 2 + size
+        if self.mqtt5:
+            length, shift = 0, 0
+            while offset < len(packet) and shift <= 21:
+                byte = packet[offset]
+                offset += 1
+                length |= (byte & 0x7F) << shift
+                shift += 7
+                if not byte & 0x80:
+                    break
+            offset += length
+        if not size or offset > len(packet):  # a topic alias, or not MQTT: the long way
+            self._gmqtt_publish(command, packet)
+            return
+        try:
+            topic = packet[2 : 2 + size].decode()
+        except UnicodeDecodeError:
+            return
+        deliver(Message(topic, bytes(packet[offset:]), bool(command & 0x01)))
 
     def _on_message(
         self, client: Any, topic: str, payload: bytes, qos: int, properties: Any
@@ -309,7 +309,6 @@ class Transport:
         if socket is not None and not isinstance(socket, _Coalescing):
             # gmqtt has no hook for this
             protocol._transport = _Coalescing(socket, self.write_spacing)
-        self._watch_ids()
         if self._subscriptions:
             by_qos: dict[int, list[str]] = {}
             for topic, qos in self._subscriptions.items():
@@ -318,8 +317,6 @@ class Transport:
                 client.subscribe([self._subscription(topic, qos) for topic in topics])
         self.lost.clear()
         self.connected.set()
-        if self._held:
-            self._release()
 
     def _on_disconnect(self, client: Any, packet: Any, exc: Any = None) -> None:
         self.connected.clear()

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from server.cli import main
+from server.cli import build_parser, main
 from server.engine import VARIANTS
+from server.net.accounts import Accounts
+from server.net.commands import serve_config
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -124,3 +127,61 @@ def test_watch_prints_a_whole_game_move_by_move(capsys: pytest.CaptureFixture[st
     assert any("discards" in line for line in lines)
     assert any(line.strip().startswith("hand 1 over:") for line in lines)
     assert lines[-1].strip().startswith("game over:")
+
+
+def test_serve_reads_the_server_password_from_a_file_or_the_environment(
+    tmp_path: Path,
+) -> None:
+    """``--server-password-file``, ``RAMINO_SERVER_PASSWORD_FILE`` or
+    ``RAMINO_SERVER_PASSWORD``: the password stays out of the command line (and ps). The
+    file's first line is the password; the command line wins over the environment."""
+    secret = tmp_path / "server-password"
+    secret.write_text("from-the-file\n")
+    parser = build_parser()
+    by_flag = parser.parse_args(["serve", "--server-password-file", str(secret)])
+    bare = parser.parse_args(["serve"])
+    environment = {"RAMINO_SERVER_PASSWORD": "from-the-environment"}
+    assert "from-the-file" == serve_config(by_flag, environment).server_password
+    assert "from-the-environment" == serve_config(bare, environment).server_password
+    by_variable = {**environment, "RAMINO_SERVER_PASSWORD_FILE": str(secret)}
+    assert "from-the-file" == serve_config(bare, by_variable).server_password
+    assert "" == serve_config(bare, {}).server_password
+
+
+def test_serve_refuses_a_missing_or_empty_password_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A password file that is missing or empty stops ``ramino serve`` before it starts."""
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    for path in (tmp_path / "missing", empty):
+        status, _, err = _run(capsys, "serve", "--server-password-file", str(path))
+        assert 2 == status
+        assert str(path) in err
+
+
+def test_accounts_add_reads_the_password_from_a_file(tmp_path: Path) -> None:
+    """``ramino accounts add NAME --password-file PATH`` sets the password in the file."""
+    secret = tmp_path / "alice-password"
+    secret.write_text("s3cret\n")
+    accounts = tmp_path / "passwords"
+    status = main(
+        ["accounts", "--file", str(accounts), "add", "alice", "--password-file", str(secret)]
+    )
+    assert 0 == status
+    assert Accounts.load(accounts).check("alice", "s3cret")
+
+
+def test_serve_refuses_a_guest_names_file_it_cannot_read_or_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A guest names file that does not parse, or one in a missing folder, stops ``ramino
+    serve`` with a message naming the file, before any client can log in."""
+    corrupt = tmp_path / "corrupt.guests"
+    corrupt.write_text("alice\n")
+    for path in (corrupt, tmp_path / "missing" / "ramino.guests"):
+        status, _, err = _run(
+            capsys, "serve", "--port", "0", "--store", "sqlite:///:memory:", "--guests", str(path)
+        )
+        assert 2 == status
+        assert str(path) in err

@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import cast
 
 from protocol.cards import JOKER, Card, Face, card_face, is_joker
@@ -330,6 +330,7 @@ class _Context:
         "run_deadwood",
         "run_melds",
         "searches",
+        "split",
         "tables",
         "values",
     )
@@ -354,6 +355,8 @@ class _Context:
         self.outcomes: dict[tuple[int, ...], dict[tuple[int, int], int]] = {}
         """General path: a component's outcome table by ``(jokers, *layers)``."""
         self.searches: dict[int, _Search] = {}
+        self.split: _Split | None = None
+        """``deadwood`` of two-deck and joker hands, made on first use."""
         self.melds: dict[int, Meld] = {}
         """The ``Meld`` of first-deck cards for a face mask, built (and checked) once."""
         self.run_melds: tuple[list[tuple[Meld, ...] | None], ...] = tuple(
@@ -518,14 +521,6 @@ def _bits(mask: int) -> Iterator[int]:
 # --- Reading a hand -----------------------------------------------------------------------------
 
 _MAX_COPIES = 16
-_JOKER_SHIFT = 56
-_JOKER_UNIT = 1 << _JOKER_SHIFT
-_MULTISET_BIT = {
-    copy << 6 | face: 1 << face if face < _NATURAL_FACES else _JOKER_UNIT
-    for copy in range(_MAX_COPIES)
-    for face in range(_VALUE_COUNT)
-}.__getitem__
-"""A card's face bit, or ``_JOKER_UNIT`` for a joker (so a sum counts the jokers above)."""
 _FACES = (1 << _NATURAL_FACES) - 1
 _COPY_FLAG = 1 << 60
 _CARD_BIT = {
@@ -825,6 +820,402 @@ def _general_deadwood(context: _Context, layers: tuple[int, ...], jokers: int) -
     )
 
 
+# --- Two decks and jokers: sets rank by rank, runs suit by suit --------------------------------
+
+_INFINITY = 1 << 40
+"""The deadwood of an impossible outcome: more than any hand's value (integers stay exact, so
+sums and differences of it are harmless)."""
+_LARGE = _INFINITY >> 1
+"""Above this, a gain (or a least deadwood) is impossible."""
+_SECOND_COPY = 52
+_JOKER_BITS = 104
+_SPLIT_BIT = {
+    copy << 6 | face: 1 << (_JOKER_BITS + copy)
+    if face == JOKER
+    else 1 << (copy * _SECOND_COPY + face)
+    for copy in range(_MAX_COPIES)
+    for face in range(_VALUE_COUNT)
+    if face == JOKER or copy < 2
+}.__getitem__
+"""A card's own bit: first-deck faces at 0-51, second-deck faces at 52-103, jokers from 104.
+Summed over a hand of distinct cards, it has one bit per card; KeyError for a non-card or a
+card of a third deck."""
+_COMBINATION_LIMIT = 64
+"""Set choices ``_Split`` tries at most; a hand with more goes to ``_general_deadwood``."""
+_BASE: Callable[[tuple[int, ...]], int] = operator.itemgetter(0)
+_GAIN1: Callable[[tuple[int, ...]], int] = operator.itemgetter(1)
+_GAIN2: Callable[[tuple[int, ...]], int] = operator.itemgetter(2)
+
+_Vector = tuple[int, ...]
+"""An outcome vector ``(base, gain 1, ..., gain J)``: the least deadwood of some cards with no
+joker placed among them is ``base``, with exactly ``a`` jokers placed ``base + gain a``. Suit
+vectors carry one more entry, the suit's ranks that lie in a run window (``suit_vector``)."""
+_SetChoice = tuple[tuple[int, ...], _Vector, int]
+"""A set choice of one rank: what it takes off each suit's pattern key (``()`` for nothing),
+its outcome vector, and the fewest jokers its sets need."""
+
+
+def _vector(absolute: Sequence[int]) -> _Vector:
+    """The outcome vector of the least deadwoods with 0, 1, ... jokers placed."""
+    base = absolute[0]
+    return (base, *(least - base for least in absolute[1:]))
+
+
+def _least(parts: Sequence[_Vector], jokers: int, joker_value: int) -> int:
+    """The least deadwood of parts decided independently, ``jokers`` jokers held: each joker is
+    placed in one part or left in hand at ``joker_value``."""
+    base = sum(map(_BASE, parts))
+    if not jokers:
+        return base
+    if jokers == 1:
+        return base + min(joker_value, min(map(_GAIN1, parts)))
+    if jokers == 2:  # both in one part, or one in each of the two parts that gain most
+        gains = list(map(_GAIN1, parts))
+        first = min(gains)
+        gains.remove(first)
+        second = min(gains, default=_INFINITY)
+        return base + min(
+            joker_value + min(joker_value, first), first + second, min(map(_GAIN2, parts))
+        )
+    gains = [0, *(_INFINITY,) * jokers]
+    for part in parts:
+        grown = gains.copy()
+        for placed in range(1, jokers + 1):
+            gain = part[placed]
+            if gain < _LARGE:  # else this part cannot take that many jokers
+                for before in range(jokers + 1 - placed):
+                    total = gains[before] + gain
+                    if total < grown[before + placed]:
+                        grown[before + placed] = total
+        gains = grown
+    return base + min([gain + joker_value * (jokers - placed) for placed, gain in enumerate(gains)])
+
+
+def _convolve(left: Sequence[int], right: Sequence[int]) -> list[int]:
+    """Min-plus convolution of two lists of least deadwoods by jokers placed (one length)."""
+    return [
+        min([left[index] + right[total - index] for index in range(total + 1)])
+        for total in range(len(left))
+    ]
+
+
+def _suit_values(values: Sequence[int], suit: int) -> list[int]:
+    """The value of every rank mask of ``suit``."""
+    table = [0] * (1 << _SUIT_BITS)
+    for mask in range(1, 1 << _SUIT_BITS):
+        low = mask & -mask
+        table[mask] = table[mask ^ low] + values[suit * _SUIT_BITS + low.bit_length() - 1]
+    return table
+
+
+class _Split:
+    """``deadwood`` of hands with at most two copies of a face, jokers counted.
+
+    Every partition is some sets, rank by rank, and runs, suit by suit. A suit's runs are
+    solved once per *suit pattern* (which of its ranks are held once or twice, and the jokers
+    held) into an outcome vector (``_Vector``). Cards of a suit in no run window that the
+    jokers could fill are deadwood in every partition of the suit, so a set may take them
+    without changing the suit's runs: ranks whose set cards are all such cards are decided
+    alone (one vector per rank), and only the set choices of the other ranks are tried in
+    combination, each changing the patterns of the suits it takes cards from. The vectors are
+    combined over the jokers placed (``_least``).
+
+    Suit vectors are memoised by pattern (and by suit when the suits' values differ), and
+    built from the vectors of their run clusters (``run_clusters``), memoised too: both recur
+    across hands. The memos of patterns and clusters are cleared past ``_MEMO_LIMIT``; those
+    of set choices are bounded by their keys (rank, column, jokers held).
+    """
+
+    __slots__ = (
+        "clusters",
+        "context",
+        "core_memo",
+        "rank_memo",
+        "suit_keys",
+        "suit_memo",
+        "suit_values",
+        "templates",
+    )
+
+    def __init__(self, context: _Context) -> None:
+        self.context = context
+        values = context.values
+        self.suit_values = tuple(_suit_values(values, suit) for suit in range(4))
+        symmetric = all(values[suit * 13 : suit * 13 + 13] == values[:13] for suit in range(4))
+        self.suit_keys = tuple(0 if symmetric else suit << 26 for suit in range(4))
+        """Added to a suit's pattern key: the suit, unless every suit has the same values."""
+        self.suit_memo: dict[int, dict[int, _Vector]] = {}
+        """Suit vectors by jokers held, then by ``suit << 26 | twice << 13 | present``."""
+        self.clusters: dict[tuple[int, int, int], list[int]] = {}
+        """Least deadwoods of one run cluster by jokers placed, by ``(suit, present, twice)``."""
+        self.core_memo: dict[int, dict[int, _Vector]] = {}
+        """Suit vectors of the cards in run windows only (no core entry), keyed alike."""
+        self.rank_memo: dict[int, tuple[_SetChoice, ...]] = {}
+        """``rank_options`` by the rank's column of the hand (see ``deadwood``)."""
+        self.templates: dict[tuple[int, int, tuple[int, ...]], tuple[_SetChoice, ...]] = {}
+        """``rank_template`` by column, jokers and the values of the rank's cards."""
+
+    def suit_vector(self, key: int, jokers: int) -> _Vector:
+        """The vector of a suit pattern, memoised; built from the vector of its cards in run
+        windows (memoised too, so a pattern that differs only in cards outside them is quick)."""
+        present = key & _SUIT_MASK
+        twice = key >> 13 & _SUIT_MASK
+        suit = key >> 26
+        tables = self.context.tables
+        clusters = tables.clusters.get(jokers << _SUIT_BITS | present)
+        if clusters is None:
+            clusters = tables.clusters[jokers << _SUIT_BITS | present] = tables.run_clusters(
+                present, jokers
+            )
+        core = 0
+        for cluster in clusters:
+            core |= cluster
+        core_memo = self.core_memo.get(jokers)
+        if core_memo is None:
+            core_memo = self.core_memo[jokers] = {}
+        core_key = suit << 26 | (twice & core) << 13 | present & core
+        found = core_memo.get(core_key)
+        if found is None:
+            absolute = [0, *(_INFINITY,) * jokers]
+            for cluster in clusters:
+                absolute = _convolve(
+                    absolute,
+                    self.cluster_vector(suit, present & cluster, twice & cluster, jokers),
+                )
+            if len(core_memo) > _MEMO_LIMIT:
+                core_memo.clear()
+            found = core_memo[core_key] = _vector(absolute)
+        values = self.suit_values[suit]
+        rest = present & ~core
+        memo = self.suit_memo[jokers]
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
+        vector = memo[key] = (found[0] + values[rest] + values[twice & rest], *found[1:], core)
+        return vector
+
+    def cluster_vector(self, suit: int, present: int, twice: int, jokers: int) -> list[int]:
+        """Least deadwoods of a run cluster by jokers placed (0 to ``jokers``), memoised."""
+        key = (suit, present, twice)
+        found = self.clusters.get(key)
+        if found is not None and len(found) > jokers:
+            return found[: jokers + 1]
+        offset = suit * _SUIT_BITS
+        layers = (present << offset, twice << offset) if twice else (present << offset,)
+        outcomes = self.context.search(jokers).outcomes(layers)
+        found = [
+            min(
+                [least for (gaps, room), least in outcomes.items() if gaps <= placed <= room],
+                default=_INFINITY,
+            )
+            for placed in range(jokers + 1)
+        ]
+        if len(self.clusters) > _MEMO_LIMIT:
+            self.clusters.clear()
+        self.clusters[key] = found
+        return found
+
+    def rank_options(self, rank: int, column: int, jokers: int) -> tuple[_SetChoice, ...]:
+        """The set choices of one rank, grouped by the cards they take from run windows.
+
+        ``column`` holds, at bit ``13 * suit``, whether the rank is held in the suit; one bit
+        up, whether twice; two bits up, whether it lies in a run window of the suit. Each
+        option takes some of those cards off the suits' patterns, and its vector is that of
+        its sets (gaps to fill, room for more jokers) less the value of the other cards they
+        take, which the suits count as deadwood. Built from ``rank_template`` for the suits
+        sorted by their column and values, which other ranks and suit orders share.
+        """
+        values = self.context.values
+        ordered = sorted(
+            (column >> (13 * suit) & 7, values[suit * 13 + rank], suit) for suit in range(4)
+        )
+        key = (
+            ordered[0][0] | ordered[1][0] << 13 | ordered[2][0] << 26 | ordered[3][0] << 39,
+            jokers,
+            tuple(worth for _, worth, _ in ordered),
+        )
+        template = self.templates.get(key)
+        if template is None:
+            template = self.templates[key] = self.rank_template(*key)
+        options: list[_SetChoice] = []
+        for deltas, vector, need in template:
+            if deltas:
+                actual = [0, 0, 0, 0]
+                for (_, _, suit), delta in zip(ordered, deltas):
+                    actual[suit] = delta << rank
+                deltas = tuple(actual)
+            options.append((deltas, vector, need))
+        return tuple(options)
+
+    def rank_template(
+        self, column: int, jokers: int, worth: tuple[int, ...]
+    ) -> tuple[_SetChoice, ...]:
+        """``rank_options`` for rank 0 whose cards are worth ``worth`` per suit (``column``
+        and ``worth`` in the order of ``rank_options``)."""
+        min_natural = self.context.tables.min_natural
+        counts = [
+            (column >> (13 * suit) & 1) + (column >> (13 * suit + 1) & 1) for suit in range(4)
+        ]
+        core = [column >> (13 * suit + 2) & 1 for suit in range(4)]
+        held = sum(1 << suit for suit in range(4) if counts[suit])
+        candidates: list[tuple[int, int, int]] = []
+        for chosen in range(1, 16):
+            size = chosen.bit_count()
+            gaps = max(0, 3 - size)
+            if chosen & held == chosen and min_natural <= size <= _MAX_SET and gaps <= jokers:
+                candidates.append((chosen, gaps, _MAX_SET - size))
+        found: dict[tuple[int, ...], list[int]] = {}
+
+        def record(used: list[int], gaps: int, room: int) -> None:
+            deltas = [0, 0, 0, 0]
+            saved = 0
+            for suit, copies in enumerate(used):
+                if not copies:
+                    continue
+                if core[suit]:
+                    if copies == 2:
+                        deltas[suit] = 1 | 1 << 13
+                    else:
+                        deltas[suit] = 1 << 13 if counts[suit] == 2 else 1
+                else:
+                    saved += copies * worth[suit]
+            key = tuple(deltas) if any(deltas) else ()
+            absolute = found.setdefault(key, [_INFINITY] * (jokers + 1))
+            for placed in range(gaps, min(room, jokers) + 1):
+                absolute[placed] = min(absolute[placed], -saved)
+
+        def walk(start: int, used: list[int], gaps: int, room: int) -> None:
+            record(used, gaps, room)
+            for index in range(start, len(candidates)):
+                chosen, more_gaps, more_room = candidates[index]
+                after = [used[suit] + (chosen >> suit & 1) for suit in range(4)]
+                if gaps + more_gaps <= jokers and all(map(operator.le, after, counts)):
+                    walk(index, after, gaps + more_gaps, room + more_room)
+
+        walk(0, [0, 0, 0, 0], 0, 0)
+        options = []
+        for deltas, absolute in found.items():
+            need = next(placed for placed, least in enumerate(absolute) if least < _INFINITY)
+            options.append((deltas, _vector(absolute), need))
+        # The choice that takes no card from a run window first (it needs no joker).
+        options.sort(key=lambda option: bool(option[0]))
+        return tuple(options)
+
+    def deadwood(self, bits: int, jokers: int) -> int | None:
+        """Least deadwood of the hand whose ``_SPLIT_BIT`` sum is ``bits``, or None when its
+        set choices are too many to try."""
+        present = (bits | bits >> _SECOND_COPY) & _FACES
+        twice = bits & bits >> _SECOND_COPY & _FACES
+        memo = self.suit_memo.get(jokers)
+        if memo is None:
+            memo = self.suit_memo[jokers] = {}
+        clubs_key, diamonds_key, hearts_key, spades_key = self.suit_keys
+        clubs = present & _SUIT_MASK
+        clubs_key |= clubs | (twice & _SUIT_MASK) << 13
+        diamonds = present >> 13 & _SUIT_MASK
+        diamonds_key |= diamonds | (twice >> 13 & _SUIT_MASK) << 13
+        hearts = present >> 26 & _SUIT_MASK
+        hearts_key |= hearts | (twice >> 26 & _SUIT_MASK) << 13
+        spades = present >> 39
+        spades_key |= spades | (twice >> 39) << 13
+        clubs_vector = memo.get(clubs_key) or self.suit_vector(clubs_key, jokers)
+        diamonds_vector = memo.get(diamonds_key) or self.suit_vector(diamonds_key, jokers)
+        hearts_vector = memo.get(hearts_key) or self.suit_vector(hearts_key, jokers)
+        spades_vector = memo.get(spades_key) or self.suit_vector(spades_key, jokers)
+        parts = [clubs_vector, diamonds_vector, hearts_vector, spades_vector]
+        need = max(self.context.tables.min_natural, 3 - jokers)
+        if need == 3:
+            ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+        elif need == 2:
+            ranks = (clubs | diamonds) & (hearts | spades) | clubs & diamonds | hearts & spades
+        elif need <= 1:
+            ranks = clubs | diamonds | hearts | spades
+        elif need == 4:
+            ranks = clubs & diamonds & hearts & spades
+        else:
+            ranks = 0
+        joker_value = self.context.joker_value
+        if not ranks:  # no set: the suits are independent
+            return _least(parts, jokers, joker_value)
+        # A rank's column: held, held twice, in a run window, at bits 0, 1, 2 of each suit.
+        cores = (
+            clubs_vector[-1]
+            | diamonds_vector[-1] << 13
+            | hearts_vector[-1] << 26
+            | spades_vector[-1] << 39
+        )
+        rank_memo = self.rank_memo
+        coupled: list[tuple[_SetChoice, ...]] = []
+        while ranks:
+            low = ranks & -ranks
+            ranks ^= low
+            rank = low.bit_length() - 1
+            column = (
+                present >> rank & _SPREAD
+                | (twice >> rank & _SPREAD) << 1
+                | (cores >> rank & _SPREAD) << 2
+            )
+            key = column | rank << 42 | jokers << 46
+            options = rank_memo.get(key)
+            if options is None:
+                options = rank_memo[key] = self.rank_options(rank, column, jokers)
+            if len(options) == 1:
+                parts.append(options[0][1])
+            else:
+                coupled.append(options)
+        if not coupled:
+            return _least(parts, jokers, joker_value)
+        keys = [clubs_key, diamonds_key, hearts_key, spades_key]
+        get = memo.get
+        if jokers == 1 and all(option[2] for options in coupled for option in options[1:]):
+            # One joker, and every choice that takes cards from runs needs it: either no such
+            # choice (the joker goes anywhere), or one (the joker is in its set, so every
+            # other part is at its base).
+            chosen = parts + [options[0][1] for options in coupled]
+            best = _least(chosen, 1, joker_value)
+            base = sum(map(_BASE, chosen))
+            for options in coupled:
+                others = base - options[0][1][0]
+                for deltas, vector, _ in options[1:]:
+                    least = others + vector[0] + vector[1]
+                    for suit, delta in enumerate(deltas):
+                        if delta:
+                            key = keys[suit] - delta
+                            least += (get(key) or self.suit_vector(key, 1))[0] - parts[suit][0]
+                    if least < best:
+                        best = least
+            return best
+        # Combinations of one option per rank whose sets need no more jokers than held.
+        combinations: list[tuple[int, list[int], list[_Vector]]] = [(0, keys, parts)]
+        for options in coupled:
+            grown = []
+            for spent, changed, chosen in combinations:
+                for deltas, vector, need in options:
+                    if spent + need <= jokers:
+                        grown.append(
+                            (
+                                spent + need,
+                                list(map(operator.sub, changed, deltas)) if deltas else changed,
+                                [*chosen, vector],
+                            )
+                        )
+            if len(grown) > _COMBINATION_LIMIT:
+                return None
+            combinations = grown
+        best = _INFINITY
+        for _, changed, chosen in combinations:
+            if changed is not keys:
+                found = list(map(get, changed))
+                chosen[:4] = (
+                    [vector or self.suit_vector(key, jokers) for vector, key in zip(found, changed)]
+                    if None in found
+                    else cast("list[_Vector]", found)
+                )
+            least = _least(chosen, jokers, joker_value)
+            if least < best:
+                best = least
+        return best
+
+
 # --- Building melds from the solution -----------------------------------------------------------
 
 
@@ -921,43 +1312,45 @@ def deadwood(hand: Iterable[Card], rules: MeldRules, values: Sequence[int]) -> i
             return best
         if ranks & (ranks - 1):
             return _deadwood_with_sets(context, mask, ranks)
-        # One rank may form a set: the best with each of its sets, or the runs alone.
-        for faces in context.tables.sets_of[mask & _SPREAD << (ranks.bit_length() - 1)]:
-            rest = mask ^ faces
-            total = (
-                clubs_table[rest & _SUIT_MASK]
-                + diamonds_table[rest >> 13 & _SUIT_MASK]
-                + hearts_table[rest >> 26 & _SUIT_MASK]
-                + spades_table[rest >> 39]
-            )
-            if total < best:
-                best = total
-        return best
-    read = _read_multiset(cards)
-    if read is None:
-        general = _Hand(cards)
-        return _general_deadwood(context, general.layers, len(general.jokers))
-    return _general_deadwood(context, *read)
-
-
-def _read_multiset(cards: tuple[Card, ...]) -> tuple[tuple[int, ...], int] | None:
-    """``(layers, jokers)`` of a hand with at most two copies of a face (as ``_Hand`` reads
-    it), or None when it has more, a card twice, or a non-card (``_Hand`` then says which)."""
+        return _set_choice(context, mask, ranks.bit_length() - 1, best)[0]
     try:
-        bits = list(map(_MULTISET_BIT, cards))
-    except KeyError:
-        return None
-    if len(set(cards)) != len(cards):
-        return None
-    total = sum(bits)
-    jokers = total >> _JOKER_SHIFT
-    present = functools.reduce(operator.or_, bits, 0) & _FACES
-    # The sum is ``present`` plus the faces held twice, unless some face is held three times
-    # (then the difference carries and loses bits).
-    twice = (total & _JOKER_UNIT - 1) - present
-    if twice & ~present or present.bit_count() + twice.bit_count() != len(cards) - jokers:
-        return None
-    return ((present, twice) if twice else (present,)), jokers
+        bits = sum(map(_SPLIT_BIT, cards))
+    except KeyError:  # not a card, or a third copy: the general path
+        bits = -1
+    if bits >= 0 and bits.bit_count() == len(cards):
+        split = context.split
+        if split is None:
+            split = context.split = _Split(context)
+        least = split.deadwood(bits, (bits >> _JOKER_BITS).bit_count())
+        if least is not None:
+            return least
+    general = _Hand(cards)
+    return _general_deadwood(context, general.layers, len(general.jokers))
+
+
+def _set_choice(context: _Context, mask: int, rank: int, least: int) -> tuple[int, int]:
+    """A one-deck, joker-free face mask with one rank held in three suits or more: runs suit
+    by suit (``run_deadwood``) with each set of that rank, or none (deadwood ``least``).
+
+    Returns the least deadwood and the set that gives it: 0 for none, -1 when several choices
+    give it.
+    """
+    clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+    chosen = 0
+    tie = False
+    for faces in context.tables.sets_of[mask & _SPREAD << rank]:
+        rest = mask ^ faces
+        total = (
+            clubs_table[rest & _SUIT_MASK]
+            + diamonds_table[rest >> 13 & _SUIT_MASK]
+            + hearts_table[rest >> 26 & _SUIT_MASK]
+            + spades_table[rest >> 39]
+        )
+        if total < least:
+            least, chosen, tie = total, faces, False
+        elif total == least:
+            tie = True
+    return least, -1 if tie else chosen
 
 
 def _deadwood_with_sets(context: _Context, mask: int, ranks: int) -> int:
@@ -1048,22 +1441,8 @@ def best_melds(
             if ranks & (ranks - 1):
                 chosen = -1
             else:
-                tie = False
-                for faces in context.tables.sets_of[mask & _SPREAD << (ranks.bit_length() - 1)]:
-                    rest = mask ^ faces
-                    total = (
-                        clubs_table[rest & _SUIT_MASK]
-                        + diamonds_table[rest >> 13 & _SUIT_MASK]
-                        + hearts_table[rest >> 26 & _SUIT_MASK]
-                        + spades_table[rest >> 39]
-                    )
-                    if total < least:
-                        least, chosen, tie = total, faces, False
-                    elif total == least:
-                        tie = True
-                if tie:
-                    chosen = -1
-                elif chosen:
+                least, chosen = _set_choice(context, mask, ranks.bit_length() - 1, least)
+                if chosen > 0:
                     rest = mask ^ chosen
                     clubs = rest & _SUIT_MASK
                     diamonds = rest >> 13 & _SUIT_MASK

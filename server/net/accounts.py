@@ -30,8 +30,11 @@ __all__ = [
     "DEFAULT_ITERATIONS",
     "Accounts",
     "AccountsError",
+    "hash_password",
     "local_mosquitto_config",
     "random_password",
+    "verify_password",
+    "write_private",
 ]
 
 DEFAULT_ITERATIONS = 101
@@ -92,6 +95,16 @@ def _verify(password: str, encoded: str) -> bool:
     except (ValueError, binascii.Error):
         return False
     return hmac.compare_digest(expected, actual)
+
+
+def hash_password(password: str, iterations: int = DEFAULT_ITERATIONS) -> str:
+    """A new ``$7$`` hash of ``password`` (a fresh salt each time)."""
+    return _encode_hash(password, iterations)
+
+
+def verify_password(password: str, encoded: str) -> bool:
+    """Whether ``password`` matches ``encoded`` (``$7$`` or ``$6$``; other formats never do)."""
+    return _verify(password, encoded)
 
 
 def _check_name(name: str) -> None:
@@ -196,21 +209,31 @@ class Accounts:
         Raises:
             OSError: the folder is not writable.
         """
-        target = Path(path)
-        descriptor, temporary = tempfile.mkstemp(
-            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
-        )
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-                file.write(self.to_text())
-                file.flush()
-                os.fsync(file.fileno())
-            os.chmod(temporary, 0o600)
-            _keep_owner(target, temporary)
-            os.replace(temporary, target)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_private(path, self.to_text())
+
+
+def write_private(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a temporary file in the same folder, then a rename)
+    with mode 0600; a file that exists keeps its owner and group where we may set them.
+
+    Raises:
+        OSError: the folder is not writable.
+    """
+    target = Path(path)
+    descriptor, temporary = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, 0o600)
+        _keep_owner(target, temporary)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def local_mosquitto_config(

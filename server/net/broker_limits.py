@@ -118,8 +118,6 @@ class Connection:
     client_id: str | None = None
     writer: Any = field(default=None, repr=False)
     """Its stream (closed when a newer connection takes its client id over)."""
-    refused_session: Any = field(default=None, repr=False)
-    """The session of a CONNECT refused by the per-user limit, for the broker to forget."""
 
 
 @dataclass(slots=True)

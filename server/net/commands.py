@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from protocol.transport import TransportError
@@ -14,7 +16,29 @@ from server.net.logs import configure_logging
 from server.net.metrics import MetricsAddressError
 from server.net.serve import ServeConfig, serve
 
-__all__ = ["add_commands"]
+__all__ = ["SecretError", "add_commands", "read_secret", "serve_config"]
+
+
+class SecretError(ValueError):
+    """A password file that cannot be read or is empty."""
+
+
+def read_secret(path: str) -> str:
+    """The secret in the file at ``path`` (``-``: standard input): its first line, without the
+    line end.
+
+    Raises:
+        SecretError: the file cannot be read or its first line is empty.
+    """
+    try:
+        text = sys.stdin.readline() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise SecretError(f"cannot read the password file {path}: {error}") from None
+    secret = text.splitlines()[0] if text else ""
+    if not secret:
+        raise SecretError(f"the password file {path} is empty")
+    return secret
+
 
 _DEFAULT_ACCOUNTS = "deploy/mosquitto/passwords"
 
@@ -25,7 +49,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "serve",
         help="run the server (embedded broker by default)",
         description="Run the game server. Every option can also be set by an environment "
-        "variable RAMINO_<NAME> (e.g. RAMINO_BROKER, RAMINO_STORE, RAMINO_SERVER_PASSWORD).",
+        "variable RAMINO_<NAME> (e.g. RAMINO_BROKER, RAMINO_STORE, RAMINO_SERVER_PASSWORD, "
+        "RAMINO_SERVER_PASSWORD_FILE).",
     )
     serve_parser.add_argument(
         "--broker",
@@ -38,11 +63,26 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--port", type=int, help="port of the embedded broker (default 1883; a free one if taken)"
     )
     serve_parser.add_argument("--server-user", help="the server's MQTT account (ramino-server)")
-    serve_parser.add_argument(
-        "--server-password", help="its password (embedded broker: a random one by default)"
+    secret = serve_parser.add_mutually_exclusive_group()
+    secret.add_argument(
+        "--server-password-file",
+        metavar="PATH",
+        help="file holding its password, or RAMINO_SERVER_PASSWORD (embedded broker: a random "
+        "one by default)",
+    )
+    secret.add_argument(
+        "--server-password",
+        help="its password on the command line: any local user sees it in ps; prefer the file "
+        "or the environment",
     )
     serve_parser.add_argument(
         "--accounts", help="accounts file for the embedded broker (default: guests)"
+    )
+    serve_parser.add_argument(
+        "--guests",
+        metavar="PATH",
+        help="where the embedded broker keeps guest names (default: next to a SQLite store, "
+        "STORE.guests; ':memory:' keeps them in memory)",
     )
     serve_parser.add_argument(
         "--grace-seconds", type=float, help="disconnect grace before the server plays (30)"
@@ -78,6 +118,26 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="serve Prometheus metrics on http://HOST:PORT/metrics (default: none)",
     )
     serve_parser.add_argument(
+        "--max-waiting-tables",
+        type=int,
+        help="tables waiting for players one account may have created (10; 0: no limit)",
+    )
+    serve_parser.add_argument(
+        "--max-open-tables",
+        type=int,
+        help="waiting or playing tables one account may sit at (50; 0: no limit)",
+    )
+    serve_parser.add_argument(
+        "--waiting-ttl",
+        type=float,
+        help="seconds a waiting table lives without activity (1800; 0: forever)",
+    )
+    serve_parser.add_argument(
+        "--finished-ttl",
+        type=float,
+        help="seconds a finished table stays in memory without activity (300; 0: forever)",
+    )
+    serve_parser.add_argument(
         "--log-format",
         choices=("auto", "json", "text"),
         default="auto",
@@ -98,21 +158,41 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     actions = accounts.add_subparsers(dest="action", required=True)
     add = actions.add_parser("add", help="add an account or change its password")
     add.add_argument("name")
-    add.add_argument("--password", help="(default: a random one, printed)")
+    chosen = add.add_mutually_exclusive_group()
+    chosen.add_argument(
+        "--password-file", metavar="PATH", help="the password's file ('-': standard input)"
+    )
+    chosen.add_argument(
+        "--password", help="the password (shows in ps; default: a random one, printed)"
+    )
     remove = actions.add_parser("remove", help="remove an account")
     remove.add_argument("name")
     actions.add_parser("list", help="list the accounts")
     accounts.set_defaults(handler=_command_accounts)
 
 
-def _command_serve(args: argparse.Namespace) -> int:
-    config = ServeConfig.from_env(
+def serve_config(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> ServeConfig:
+    """The settings of ``ramino serve``: ``args``, then ``RAMINO_*`` variables of ``env``. The
+    server password comes from ``--server-password``, ``--server-password-file``,
+    ``RAMINO_SERVER_PASSWORD_FILE`` or ``RAMINO_SERVER_PASSWORD``, the first one given.
+
+    Raises:
+        SecretError: the password file cannot be read or is empty.
+    """
+    env = dict(os.environ if env is None else env)
+    password = args.server_password
+    path = args.server_password_file or env.get("RAMINO_SERVER_PASSWORD_FILE")
+    if password is None and path:
+        password = read_secret(path)
+    return ServeConfig.from_env(
+        env,
         broker=args.broker,
         store=args.store,
         port=args.port,
         server_user=args.server_user,
-        server_password=args.server_password,
+        server_password=password,
         accounts=args.accounts,
+        guests=args.guests,
         grace_seconds=args.grace_seconds,
         claim_seconds=args.claim_seconds,
         rate=args.rate,
@@ -122,15 +202,39 @@ def _command_serve(args: argparse.Namespace) -> int:
         max_connections_per_user=args.max_connections_per_user,
         max_subscriptions=args.max_subscriptions,
         metrics=args.metrics,
+        max_waiting_tables=args.max_waiting_tables,
+        max_open_tables=args.max_open_tables,
+        waiting_ttl=args.waiting_ttl,
+        finished_ttl=args.finished_ttl,
     )
+
+
+def _command_serve(args: argparse.Namespace) -> int:
+    try:
+        config = serve_config(args)
+    except SecretError as error:
+        print(f"ramino: {error}", file=sys.stderr)
+        return 2
+    if args.server_password is not None:
+        print(
+            "ramino: warning: --server-password shows in ps; use --server-password-file or "
+            "RAMINO_SERVER_PASSWORD",
+            file=sys.stderr,
+        )
     configure_logging(args.log_format, args.log_level)
     try:
         asyncio.run(serve(config))
     except BrokerPortBusy as error:
         print(f"ramino: {error}", file=sys.stderr)
         return 2
+    except AccountsError as error:
+        print(f"ramino: {error}", file=sys.stderr)
+        return 2
     except TransportError as error:
-        print(f"ramino: {error} (see --broker and --server-password)", file=sys.stderr)
+        print(
+            f"ramino: {error} (see --broker and --server-password-file)",
+            file=sys.stderr,
+        )
         return 2
     except MetricsAddressError as error:
         print(f"ramino: {error}", file=sys.stderr)
@@ -153,11 +257,12 @@ def _command_accounts(args: argparse.Namespace) -> int:
             accounts.save(path)
             print(f"removed {args.name}")
             return 0
-        password = args.password or random_password()
+        chosen = read_secret(args.password_file) if args.password_file else args.password
+        password = chosen or random_password()
         accounts.add(args.name, password)
         accounts.save(path)
-    except AccountsError as error:
+    except (AccountsError, SecretError) as error:
         print(f"ramino: {error}", file=sys.stderr)
         return 2
-    print(f"{args.name} {password}" if not args.password else f"added {args.name}")
+    print(f"added {args.name}" if chosen else f"{args.name} {password}")
     return 0

@@ -1,13 +1,16 @@
 """The embedded broker: an in-process amqtt broker on 127.0.0.1 with Ramino's ACL.
 
-Theory of operation. amqtt (0.12, MQTT 3.1.1 only) asks its plugins four questions, and we
-answer each from :mod:`protocol.topics`:
+Theory of operation. amqtt (0.12, MQTT 3.1.1 only) has four questions (the last three it asks
+its plugins), and we answer each from :mod:`protocol.topics`:
 
 - *authenticate* (on CONNECT): with an :class:`~server.net.accounts.Accounts` file, a client needs
-  its password; without one (guest mode) any valid name (``topics.valid_name``) gets in with any
-  password. The server account always needs ``server_password``. A will message must be on a
-  topic the client may publish on, otherwise the connection is refused (amqtt publishes wills
-  without asking the topic plugins).
+  its password; without one (guest mode) a valid name (``topics.valid_name``) that is not bound
+  yet gets in with any non-empty password, which binds it (:mod:`server.net.guests`): later
+  logins with that name need that password. The server account always needs
+  ``server_password`` and is never a guest name. A will message must be on a topic the client
+  may publish on, otherwise the connection is refused (amqtt publishes wills without asking the
+  topic plugins). The broker subclass judges each CONNECT itself (see below), so no amqtt
+  authentication plugin is configured.
 - *topic_filtering* with ``Action.PUBLISH`` (each PUBLISH): ``topics.may_publish``; a refused
   message is dropped (the client is not told, as with Mosquitto).
 - ``Action.SUBSCRIBE`` (each filter of a SUBSCRIBE): :func:`may_subscribe`, which grants a
@@ -25,25 +28,31 @@ Where amqtt bypasses its plugins we close the gap in a ``Broker`` subclass:
   would deliver it live without the retain flag, and the server, which ignores retained
   commands, could not tell it from a new one), and the replay on CONNECT is limited to the
   subscriptions the connecting session holds;
-- a persistent session (clean session off) is not bound to a username: reconnecting with
-  someone else's client id and another name is refused, so no queued private message changes
-  hands.
+- amqtt reads a CONNECT and, before it asks whether the client may connect, deletes the session
+  of the same client id (clean session) or writes the newcomer's will and credentials into it
+  (persistent session): one refused CONNECT reusing a connected client's id took that client's
+  subscriptions and will and left its connection deaf. Here the CONNECT is judged first, and a
+  refused one is answered (CONNACK 5, or 3 when no more guest names can be bound) without
+  touching any session. A client id is also tied to its username: a CONNECT with the client id
+  of another user's connected client, or of another user's persistent session (clean session
+  off), is refused, so no connection or queued private message changes hands. (Mosquitto lets
+  valid credentials take over any client id.)
 
 Limits (:mod:`server.net.broker_limits`, settings in :class:`BrokerLimits`), hooked into the
 same subclass: an accepted socket over ``max_connections`` is closed at once; a socket without a
 complete CONNECT after ``connect_timeout`` is closed (amqtt waits forever); an otherwise accepted
-CONNECT of a user already holding ``max_connections_per_user`` connections gets CONNACK 5 (its
-session is then dropped from amqtt's table, where a refused session would stay forever); a clean
-session taking over one of its user's client ids closes the old socket (amqtt leaves it open);
-a client's filters beyond ``max_subscriptions`` get SUBACK 0x80. The server account is exempt
-from the per-user and subscription limits. Each socket's task carries its counted
+CONNECT of a user already holding ``max_connections_per_user`` connections gets CONNACK 5 (it is
+judged with the credentials, before amqtt touches any session); a clean session taking over one
+of its user's client ids closes the old socket (amqtt leaves it open); a client's filters beyond
+``max_subscriptions`` get SUBACK 0x80. The server account is exempt from the per-user and
+subscription limits. Each socket's task carries its counted
 :class:`~server.net.broker_limits.Connection` in a context variable, so the CONNECT hook knows
 which socket it is admitting.
 
-Not covered, for development and small rooms only: amqtt has no maximum packet size (Mosquitto's
-``max_packet_size``), and a CONNECT reusing a connected client's id takes that connection over
-even when its credentials are then refused. Accepted sockets get TCP_NODELAY explicitly (asyncio
-also sets it on TCP transports by default).
+What one client may push (packet size, framing, a rate per username) is checked as its packets
+are read, before amqtt decodes them: :mod:`server.net.publish_guard`.
+
+Accepted sockets get TCP_NODELAY explicitly (asyncio also sets it on TCP transports by default).
 """
 
 from __future__ import annotations
@@ -56,15 +65,19 @@ import hmac
 import logging
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from amqtt.adapters import StreamWriterAdapter
 from amqtt.broker import Broker
 from amqtt.contexts import Action
-from amqtt.errors import AMQTTError, BrokerError
-from amqtt.plugins.base import BaseAuthPlugin, BaseTopicPlugin
+from amqtt.errors import AMQTTError, BrokerError, MQTTError, NoDataError
+from amqtt.mqtt.connack import ConnackPacket
+from amqtt.mqtt.protocol.broker_handler import BrokerProtocolHandler
+from amqtt.plugins.base import BaseTopicPlugin
 from amqtt.session import Session
+from amqtt.utils import gen_client_id
 
 from protocol import topics
 from server.net.accounts import Accounts
@@ -75,6 +88,8 @@ from server.net.broker_limits import (
     LimitsBook,
     connection_cap,
 )
+from server.net.guests import Admission, Guests
+from server.net.publish_guard import PublishGuard, PublishLimits
 
 __all__ = [
     "HOST",
@@ -89,9 +104,18 @@ HOST = "127.0.0.1"
 SERVER_USER = "ramino-server"
 """The server's MQTT username (the ``user`` section of ``deploy/mosquitto/acl``)."""
 
+_log = logging.getLogger(__name__)
+
 _QUIET_LOGGERS = ("amqtt", "transitions")
 _NOT_A_CLIENT = "#"
 """A user that no client can be (``#`` is not a valid name): it may read only public topics."""
+CONNECTION_ACCEPTED = 0
+SERVER_UNAVAILABLE = 3
+NOT_AUTHORIZED = 5
+"""CONNACK return codes (MQTT 3.1.1): a refused login is "not authorised", as with Mosquitto;
+a new guest name when no more can be bound is "server unavailable"."""
+_CONNACK = "_ramino_connack"
+"""The attribute of an amqtt ``Session`` that holds the CONNACK code its CONNECT was given."""
 _REFUSED = 0x80
 """SUBACK return code of a refused filter."""
 _connection: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
@@ -132,37 +156,33 @@ class _Policy:
     accounts: Accounts | None
     server_user: str
     server_password: str
-    owners: dict[str, str] = field(default_factory=dict)
-    """client id of a persistent session -> the username it belongs to."""
+    guests: Guests | None = None
+    """Bound guest names, used when there is no accounts file."""
 
-    def authenticate(self, session: Session) -> bool:
-        client_id: str = session.client_id or ""
-        owner = None if session.clean_session else self.owners.get(client_id)
-        accepted = self._accepts(session) and owner in (None, session.username)
-        if not accepted and owner is not None:
-            # amqtt has already written the newcomer's name into the owner's stored session.
-            session.username = owner
-        elif accepted and session.clean_session:
-            self.owners.pop(client_id, None)
-        elif accepted:
-            self.owners[client_id] = session.username
-        return accepted
-
-    def _accepts(self, session: Session) -> bool:
+    def connack(self, session: Session) -> int:
+        """The CONNACK return code of the CONNECT of ``session`` (0: accepted). A guest name is
+        bound only when everything else about the CONNECT is accepted."""
         username: str | None = session.username
         password: str = session.password or ""
         if username is None or not topics.valid_name(username):
-            return False
+            return NOT_AUTHORIZED
+        if session.will_flag and not topics.may_publish(
+            username, session.will_topic or "", self.server_user
+        ):
+            return NOT_AUTHORIZED
         if username == self.server_user:
             accepted = hmac.compare_digest(password.encode(), self.server_password.encode())
         elif self.accounts is not None:
             accepted = self.accounts.check(username, password)
+        elif self.guests is not None:
+            admission = self.guests.admit(username, password)
+            if admission is Admission.FULL:
+                _log.warning("guest names full: a new name is refused", extra={"user": username})
+                return SERVER_UNAVAILABLE
+            accepted = admission is Admission.ACCEPTED
         else:
-            accepted = True
-        return accepted and (
-            not session.will_flag
-            or topics.may_publish(username, session.will_topic or "", self.server_user)
-        )
+            accepted = False
+        return CONNECTION_ACCEPTED if accepted else NOT_AUTHORIZED
 
     def allows(self, session: Session | None, topic: str | None, action: Action) -> bool:
         username = session.username if session is not None else None
@@ -178,21 +198,6 @@ class _Policy:
 
     def may_retain(self, topic: str) -> bool:
         return topics.may_read(_NOT_A_CLIENT, topic, self.server_user)
-
-
-class RaminoAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
-    """amqtt authentication plugin: accounts file or guest mode, the server's password."""
-
-    @dataclass
-    class Config:
-        """Filled in by :class:`EmbeddedBroker`."""
-
-        policy: _Policy
-
-    async def authenticate(self, *, session: Session) -> bool:
-        """Whether the CONNECT of ``session`` is accepted (see the module docstring)."""
-        policy: _Policy = self.context.config.policy
-        return policy.authenticate(session)
 
 
 class RaminoTopicPlugin(BaseTopicPlugin):  # type: ignore[misc]
@@ -234,10 +239,17 @@ class _Snapshots(dict[str, Any]):
 class _RaminoBroker(Broker):  # type: ignore[misc]
     """amqtt's broker with its ACL bypasses closed (see the module docstring)."""
 
-    def __init__(self, config: dict[str, Any], policy: _Policy, book: LimitsBook) -> None:
+    def __init__(
+        self, config: dict[str, Any], policy: _Policy, book: LimitsBook, guard: PublishGuard
+    ) -> None:
         super().__init__(config)
         self._ramino_policy = policy
         self._ramino_limits = book
+        self._ramino_guard = guard
+        # Bounded, where amqtt's are not: what does not fit is dropped (and counted).
+        self._broadcast_queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(
+            guard.limits.max_queued
+        )
         self.__dict__["_subscriptions"] = _Snapshots(self.__dict__["_subscriptions"])
         self._writers: set[Any] = set()
 
@@ -253,47 +265,22 @@ class _RaminoBroker(Broker):  # type: ignore[misc]
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._writers.add(writer)
         try:
-            await super().stream_connected(reader, writer, listener_name)
+            # amqtt's stream_connected, with the reader that applies the publish limits.
+            guarded = self._ramino_guard.reader(reader, writer)
+            await self._client_connected(listener_name, guarded, StreamWriterAdapter(writer))
         finally:
             # amqtt leaves some connections open when its handler ends or at shutdown.
             self._writers.discard(writer)
             writer.close()
-            self._forget_refused(counted)
             self._ramino_limits.close_socket(counted)
 
     async def _initialize_client_session(self, reader: Any, writer: Any, *address: Any) -> Any:
         timeout = self._ramino_limits.limits.connect_timeout or None
         try:
             async with asyncio.timeout(timeout):
-                return await super()._initialize_client_session(reader, writer, *address)
+                return await self._judged_client_session(reader, writer, *address)
         except TimeoutError:
             raise AMQTTError(f"no CONNECT within {timeout:g} s") from None
-
-    async def _authenticate(self, session: Session, listener: Any) -> bool:
-        accepted: bool = await super()._authenticate(session, listener)
-        if not accepted:
-            return False
-        connection = _connection.get()
-        book = self._ramino_limits
-        user, client_id = session.username or "", session.client_id or ""
-        if book.admit(connection, user, client_id, session.clean_session):
-            if connection is not None and session.clean_session:
-                # amqtt leaves the socket of a connection taken over open (and counted).
-                for old in book.taken_over(connection):
-                    old.writer.close()
-            return True
-        if connection is not None and session.clean_session:
-            connection.refused_session = session
-        return False
-
-    def _forget_refused(self, connection: Connection) -> None:
-        # amqtt keeps the session of a refused CONNECT in its table, marked connected, forever.
-        session = connection.refused_session
-        if session is not None:
-            connection.refused_session = None
-            held = self._sessions.get(session.client_id)
-            if held is not None and held[0] is session:
-                del self._sessions[session.client_id]
 
     async def add_subscription(self, subscription: tuple[str, int], session: Session) -> int:
         topic_filter, client_id = subscription[0], session.client_id or ""
@@ -318,6 +305,136 @@ class _RaminoBroker(Broker):  # type: ignore[misc]
         for writer in writers:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    async def _broadcast_message(
+        self,
+        session: Session | None,
+        topic: str | None,
+        data: bytes | bytearray | None,
+        force_qos: int | None = None,
+    ) -> None:
+        broadcast: dict[str, Any] = {"session": session, "topic": topic, "data": data}
+        if force_qos is not None:
+            broadcast["qos"] = force_qos
+        try:
+            self._broadcast_queue.put_nowait(broadcast)
+        except asyncio.QueueFull:
+            self._ramino_guard.note_overflow("the broadcast queue")
+
+    async def _topic_filtering(self, session: Session, topic: str, action: Action) -> bool:
+        allowed: bool = await super()._topic_filtering(session, topic, action)
+        username = session.username
+        if allowed and action == Action.RECEIVE and username and topic == topics.inbox(username):
+            self._ramino_guard.credit(username)  # a reply or an update: one answer paid for
+        return allowed
+
+    def _get_handler(self, session: Session) -> Any:
+        """The connection of ``session``; ``None`` (nothing is sent to it) while it has more
+        deliveries waiting to be written than ``max_queued``: a subscriber that does not read
+        loses messages instead of piling them up here (as with Mosquitto's
+        ``max_queued_messages``)."""
+        handler = super()._get_handler(session)
+        lock = getattr(handler, "_write_lock", None)
+        waiting = getattr(lock, "_waiters", None)
+        if waiting is not None and len(waiting) >= self._ramino_guard.limits.max_queued:
+            self._ramino_guard.note_overflow(f"{session.client_id}'s deliveries")
+            return None
+        return handler
+
+    async def _judged_client_session(
+        self, reader: Any, writer: Any, remote_address: str, remote_port: int
+    ) -> tuple[Any, Session]:
+        """amqtt's ``_initialize_client_session``, with the CONNECT judged first: amqtt deletes
+        the session of the same client id (clean session) or writes the newcomer's will and
+        credentials into it (persistent session) before it asks whether the newcomer may
+        connect, so a refused CONNECT took a connected client's subscriptions and will. A
+        refused CONNECT touches no session here (:meth:`_handle_client_session` answers it),
+        and a client id held by a connected client, or by a persistent session, of another
+        user is refused. The limits' admission is part of the judgement."""
+        try:
+            handler, session = await BrokerProtocolHandler.init_from_connect(
+                reader, writer, self.plugins_manager
+            )
+        except MQTTError as exc:
+            await writer.close()
+            raise MQTTError(exc) from exc
+        except (AMQTTError, NoDataError) as exc:
+            raise AMQTTError(exc) from exc
+        code = self._connack(session)
+        setattr(session, _CONNACK, code)
+        session.parent = 0
+        if code != CONNECTION_ACCEPTED:
+            return handler, session
+        client_id: str = session.client_id or ""
+        if session.clean_session:
+            if client_id:
+                await self._delete_session(client_id)
+            else:
+                session.client_id = gen_client_id()
+        elif client_id in self._sessions:
+            existing, _ = self._sessions[client_id]
+            for name in (
+                "will_flag",
+                "will_message",
+                "will_topic",
+                "will_qos",
+                "will_retain",
+                "keep_alive",
+                "username",
+                "password",
+            ):
+                setattr(existing, name, getattr(session, name))
+            setattr(existing, _CONNACK, code)
+            session = existing
+            session.parent = 1
+        delay = self.config.get("timeout-disconnect-delay", 0)
+        if session.keep_alive > 0 and isinstance(delay, int):
+            session.keep_alive += delay
+        return handler, session
+
+    def _connack(self, session: Session) -> int:
+        held = self._sessions.get(session.client_id) if session.client_id else None
+        if held is not None:
+            holder: Session = held[0]
+            in_use = holder.transitions.is_connected() or not holder.clean_session
+            if in_use and holder.username != session.username:
+                return NOT_AUTHORIZED
+        code = self._ramino_policy.connack(session)
+        if code != CONNECTION_ACCEPTED:
+            return code
+        connection = _connection.get()
+        book = self._ramino_limits
+        user, client_id = session.username or "", session.client_id or ""
+        if not book.admit(connection, user, client_id, session.clean_session):
+            return NOT_AUTHORIZED
+        if connection is not None and session.clean_session:
+            # amqtt leaves the socket of a connection taken over open (and counted).
+            for old in book.taken_over(connection):
+                old.writer.close()
+        return CONNECTION_ACCEPTED
+
+    async def _handle_client_session(
+        self,
+        reader: Any,
+        writer: Any,
+        client_session: Session,
+        handler: Any,
+        server: Any,
+        listener_name: str,
+    ) -> None:
+        code: int = getattr(client_session, _CONNACK, NOT_AUTHORIZED)
+        if code != CONNECTION_ACCEPTED:
+            with contextlib.suppress(OSError):  # the client may be gone already
+                await ConnackPacket.build(0, code).to_stream(writer)
+                await writer.close()
+            return
+        await super()._handle_client_session(
+            reader, writer, client_session, handler, server, listener_name
+        )
+
+    async def _authenticate(self, session: Session, listener: Any) -> bool:
+        # Judged by _initialize_client_session (every CONNECT goes through it first).
+        return bool(getattr(session, _CONNACK, NOT_AUTHORIZED) == CONNECTION_ACCEPTED)
 
     async def retain_message(
         self,
@@ -366,8 +483,9 @@ class EmbeddedBroker:
             ...  # connect to broker.url
 
     ``port=0`` picks a free port (read it from :attr:`port`). ``accounts=None`` is guest mode:
-    any valid name, any password, except the server account (``server_user``), which always
-    needs ``server_password``.
+    a name is bound to the first password it logs in with, in ``guests`` (default: in memory),
+    except the server account (``server_user``), which always needs ``server_password``.
+    :meth:`stop` writes what ``guests`` has not written yet.
     """
 
     def __init__(
@@ -378,9 +496,14 @@ class EmbeddedBroker:
         server_password: str,
         server_user: str = SERVER_USER,
         limits: BrokerLimits | None = None,
+        publish_limits: PublishLimits | None = None,
+        guests: Guests | None = None,
     ) -> None:
         """Configure the broker; :meth:`start` (or ``async with``) starts it. ``limits``:
         :class:`~server.net.broker_limits.BrokerLimits` (its defaults when ``None``).
+
+        ``publish_limits`` bound what each client may push (:mod:`server.net.publish_guard`;
+        the server account has no limit).
 
         Raises:
             ValueError: ``server_password`` is empty or ``server_user`` is not a valid name.
@@ -390,10 +513,15 @@ class EmbeddedBroker:
         if not topics.valid_name(server_user):
             raise ValueError(f"invalid server user {server_user!r}")
         self._requested_port = port
-        self._policy = _Policy(accounts, server_user, server_password)
+        if accounts is None and guests is None:
+            guests = Guests()
+        self._guests = None if accounts is not None else guests
+        self._policy = _Policy(accounts, server_user, server_password, self._guests)
         self._limits = limits or BrokerLimits()
         self._book: LimitsBook | None = None
         self._log_filter = FailureLogFilter()
+        self.guard = PublishGuard(publish_limits, exempt=(server_user,))
+        """The per-client publish limits and their counters."""
         self._broker: _RaminoBroker | None = None
         self._port: int | None = None
 
@@ -445,12 +573,11 @@ class EmbeddedBroker:
                 "default": {"type": "tcp", "bind": f"{HOST}:{self._requested_port}"},
             },
             "plugins": {
-                f"{__name__}.RaminoAuthPlugin": policy,
                 f"{__name__}.RaminoTopicPlugin": policy,
             },
         }
         book = LimitsBook(self._limits, self._policy.server_user, connection_cap(self._limits))
-        broker = _RaminoBroker(config, self._policy, book)
+        broker = _RaminoBroker(config, self._policy, book, self.guard)
         broker_logger = logging.getLogger("amqtt.broker")
         level = broker_logger.level
         # A busy port is reported by BrokerPortBusy; amqtt would also log it with a traceback.
@@ -487,6 +614,19 @@ class EmbeddedBroker:
                 await broker.close_connections()
             finally:
                 quiet.setLevel(level)
+        if self._guests is not None:
+            await self._guests.close()
+
+    def backlog(self) -> int:
+        """Messages amqtt holds on their way: read from a client and not yet broadcast, or
+        broadcast and not yet written to a subscriber (0 when the broker is not running)."""
+        broker = self._broker
+        if broker is None:
+            return 0
+        held: int = broker._broadcast_queue.qsize()
+        for session, _ in list(broker._sessions.values()):
+            held += session.delivered_message_queue.qsize()
+        return held + sum(1 for task in list(broker._tasks_queue) if not task.done())
 
     async def __aenter__(self) -> EmbeddedBroker:
         await self.start()

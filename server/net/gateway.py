@@ -16,6 +16,12 @@ see them, his whole view and his legal actions), the spectator's ``TableEvents``
 stream, the retained ``TableSnapshot`` and, when it changed, the retained lobby listing.
 Nothing private is retained. Presence messages (a will on disconnect) mark players absent at
 their tables, which starts their grace period (``TableActor.set_absent``).
+
+Quotas. From the states it publishes the gateway keeps, per account, the waiting tables it
+created and the open (waiting or playing) tables it sits at; ``create_table``, ``sit`` and
+``rematch`` beyond ``Limits.max_waiting_tables`` or ``Limits.max_open_tables`` are refused with
+``limit/tables``. The count of open tables is the retained ``ServerStatus.tables``,
+republished when it changes (at most every ``STATUS_SECONDS``).
 """
 
 from __future__ import annotations
@@ -115,6 +121,10 @@ class Limits:
     chat_rate: float = 1.0
     chat_burst: int = 5
     max_payload: int = 16 * 1024
+    max_waiting_tables: int = 10
+    """Tables still waiting for players that one account may have created (0: no limit)."""
+    max_open_tables: int = 50
+    """Open (waiting or playing) tables one account may sit at (0: no limit)."""
 
 
 @dataclass
@@ -188,31 +198,58 @@ class Gateway:
         state to publish when the pause is over."""
         self._settled: dict[str, asyncio.Event] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._open: dict[str, tuple[str, tuple[str, ...]]] = {}
+        """Each open table: the account whose waiting table it is ("" once it plays) and the
+        accounts seated there."""
+        self._hosting: dict[str, set[str]] = {}
+        """Account -> the waiting tables it created."""
+        self._sitting: dict[str, set[str]] = {}
+        """Account -> the open tables it sits at."""
+        self._claims: dict[str, dict[str, set[str]]] = {"host": {}, "seat": {}}
+        """Kind ("host", "seat") -> account -> the tables of its creates and sits under way
+        (counted with the tables above until they are done)."""
+        self._status_task: asyncio.Task[None] | None = None
+        self._status_at = 0.0
+        self._announced = False
+        """The online status was published (from then on it is republished on changes)."""
         self._started_at = self.clock.now()
         self.handled = 0
         """Requests answered so far."""
         self.refused = 0
         """Messages dropped or refused for a limit or a bad payload."""
         self.metrics: NoMetrics = NO_METRICS
+        self.failed = 0
+        """Messages whose handling raised (logged with their traceback, one a second)."""
+        self._failures_logged = RateLimiter(1.0, 1)
+
+    @property
+    def running(self) -> int:
+        """Requests being run now (each took a token of its sender's rate)."""
+        return len(self._tasks)
 
     # Life -----------------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Subscribe, list the tables, resume the unfinished ones and announce the server."""
         service = self._service()
+        service.on_unload = self._unloaded
         await service.start()
-        for actor in service.actors.values():
+        for actor in list(service.actors.values()):
             # The broker may have lost the retained messages (a restart without persistence).
+            self._track(actor.table)
             self._publish_public(actor.table, actor.due() or 0.0)
         self.transport.deliver = self._receive
         self.transport.subscribe(*topics.SERVER_SUBSCRIPTIONS, qos=0)
-        self.transport.publish(topics.server_status(), encode(self.status(True)), retain=True)
+        self._publish_status()
+        self._announced = True
 
     async def stop(self) -> None:
         """Stop reading, let running commands finish, and say the server is offline."""
         self.transport.deliver = _ignore
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=5)
+        if self._status_task is not None:
+            self._status_task.cancel()
         self.transport.publish(topics.server_status(), encode(self.status(False)), retain=True)
 
     def status(self, online: bool) -> ServerStatus:
@@ -222,9 +259,19 @@ class Gateway:
             server=SERVER_NAME,
             versions=(PROTOCOL_VERSION,),
             shards=self.shards,
-            tables=len(self._service().actors) if self.service is not None else 0,
+            tables=len(self._open),
             started_at=self._started_at,
         )
+
+    def _publish_status(self) -> None:
+        self._status_at = self.clock.now()
+        self.transport.publish(topics.server_status(), encode(self.status(True)), retain=True)
+
+    async def _publish_status_later(self) -> None:
+        """Republish the status once ``STATUS_SECONDS`` have passed since the last time."""
+        await self.clock.sleep_until(self._status_at + STATUS_SECONDS)
+        self._status_task = None
+        self._publish_status()
 
     def _service(self) -> TableService:
         if self.service is None:
@@ -241,24 +288,33 @@ class Gateway:
         try:
             self.handle(message.topic, message.payload)
         except Exception:  # a bug on one message must not stop the server
-            _log.exception("failed to handle a message", extra={"topic": message.topic})
+            self.failed += 1
+            if self._failures_logged.allow(""):  # a flood of them must not flood the log
+                _log.exception(
+                    "failed to handle a message",
+                    extra={"topic": message.topic, "failed": self.failed},
+                )
 
     # Inbound --------------------------------------------------------------------------------
 
     def handle(self, topic: str, payload: bytes) -> None:
         """Take one message from the broker (see the module docstring)."""
-        parsed = topics.parse_command_topic(topic)
-        if parsed is None:
-            return
-        kind, client, table = parsed
+        # The sender is the topic's last level on every topic the server reads (the broker's
+        # ACL sees to it): the rate limit comes first, before the topic is parsed, so that a
+        # flood costs as little as it can.
+        client = topic[topic.rfind("/") + 1 :]
         if not self._limiter.allow(client):
             # Told (with the request's id, so the client can back off and retry) up to a
             # point; a flood beyond that is dropped unread.
             self.refused += 1
-            if self._warned.allow(client):
+            if self._warned.allow(client) and topics.parse_command_topic(topic) is not None:
                 message = f"over {self.limits.rate:g} commands a second: slow down"
                 self._reply(client, _error(_guess_id(payload), "limit/rate", message))
             return
+        parsed = topics.parse_command_topic(topic)
+        if parsed is None:
+            return
+        kind, client, table = parsed
         if kind == "presence":
             self._presence(client, payload)
             return
@@ -328,7 +384,8 @@ class Gateway:
                 listed = tuple(
                     listing
                     for listing in sorted(self._listings.values(), key=lambda item: item.table)
-                    if (not status or listing.status == status)
+                    if listing.status != "closed"
+                    and (not status or listing.status == status)
                     and (not variant or listing.variant == variant)
                     and not self._private(listing.table)
                 )
@@ -356,6 +413,22 @@ class Gateway:
         service = self._service()
         # The table id follows from the request id, so a retried create finds its table.
         table_id = hashlib.sha256(f"{client}\0{command_id}".encode()).hexdigest()[:12]
+        kinds = ("host", "seat") if command.sit else ("host",)
+        over = next(filter(None, (self._over_quota(client, kind) for kind in kinds)), "")
+        if over and await service.store.last_seq(table_id) == 0:  # not a retry: refused
+            raise CodedError(over, "limit/tables")
+        for kind in kinds:
+            self._claims[kind].setdefault(client, set()).add(table_id)
+        try:
+            return await self._create_table(client, command_id, command, table_id)
+        finally:
+            for kind in kinds:
+                _discard(self._claims[kind], client, table_id)
+
+    async def _create_table(
+        self, client: str, command_id: str, command: CreateTable, table_id: str
+    ) -> Reply:
+        service = self._service()
         create = tables.CreateTable(
             variant=command.variant,
             options=dict(command.options),
@@ -374,7 +447,8 @@ class Gateway:
             sat = await service.submit(table_id, client, tables.Sit(0), sit_id)
             if not sat.ok and sat.code != "table/already_seated":
                 return _error(command_id, sat.code, sat.message, table_id)
-        actor = service.actors[table_id]
+        actor = await service.actor(table_id)
+        assert actor is not None
         if client in actor.table.seats:
             seat = actor.table.seats.index(client)
         created = actor.table.created
@@ -390,9 +464,11 @@ class Gateway:
         match command:
             case Join(invite_code=code):
                 self._check_invite(actor.table, client, code)
+                actor.touch()
                 return self._sync_reply(request.id, actor, client)
             case Resync():
                 self._check_invite(actor.table, client, "")
+                actor.touch()
                 return self._sync_reply(request.id, actor, client)
             case ChatSay(text=text):
                 return self._say(client, actor.table, request.id, text)
@@ -405,12 +481,22 @@ class Gateway:
                 table_command: tables.TableCommand | GameCommand = tables.Stand()
             case Sit(seat=seat, invite_code=code):
                 self._check_invite(actor.table, client, code)
+                if client not in actor.table.seats:
+                    over = self._over_quota(client)
+                    if over:
+                        raise CodedError(over, "limit/tables")
+                    return await self._sit(client, actor, request, tables.Sit(seat))
                 table_command = tables.Sit(seat)
             case Stand():
                 table_command = tables.Stand()
             case Start():
                 table_command = tables.StartGame()
             case Rematch():
+                if actor.table.table_id not in self._open:  # it would open again
+                    for player in actor.table.seats:
+                        over = self._over_quota(player) if player else ""
+                        if over:
+                            raise CodedError(f"{player}: {over}", "limit/tables")
                 table_command = tables.Rematch()
             case Ready():
                 table_command = tables.Ready()
@@ -424,6 +510,80 @@ class Gateway:
             table_id, client, table_command, _scoped(client, request.id), request.seq
         )
         return self._table_reply(client, actor, request.id, reply)
+
+    async def _sit(
+        self, client: str, actor: TableActor, request: Request, command: tables.Sit
+    ) -> Reply:
+        """``sit``, counted against the sender's open tables while it runs."""
+        table_id = actor.table.table_id
+        self._claims["seat"].setdefault(client, set()).add(table_id)
+        try:
+            reply = await self._service().submit(
+                table_id, client, command, _scoped(client, request.id), request.seq
+            )
+        finally:
+            _discard(self._claims["seat"], client, table_id)
+        return self._table_reply(client, actor, request.id, reply)
+
+    def _over_quota(self, client: str, kind: str = "seat") -> str:
+        """Why one more waiting table created by ``client`` (``kind`` "host") or one more open
+        table where it sits ("seat") is over its quota; "" when it is not."""
+        if kind == "host":
+            limit, counted = self.limits.max_waiting_tables, self._hosting
+            what = "tables waiting for players"
+        else:
+            limit, counted = self.limits.max_open_tables, self._sitting
+            what = "open tables (waiting or playing)"
+        if limit <= 0:
+            return ""
+        tables = counted.get(client, set())
+        under_way = self._claims[kind].get(client)
+        if (len(tables | under_way) if under_way else len(tables)) < limit:
+            return ""
+        return f"an account may have at most {limit} {what}"
+
+    def _track(self, table: TableState) -> None:
+        """Count ``table`` for its host's and players' quotas and for the open tables."""
+        table_id = table.table_id
+        status = table.status
+        created = table.created
+        if status in ("waiting", "playing") and created is not None:
+            entry = (
+                created.host if status == "waiting" else "",
+                tuple(player for player in table.seats if player),
+            )
+        else:
+            entry = None
+        old = self._open.get(table_id)
+        if old == entry:
+            return
+        if old is not None:
+            _discard(self._hosting, old[0], table_id)
+            for player in old[1]:
+                _discard(self._sitting, player, table_id)
+        if entry is None:
+            del self._open[table_id]
+        else:
+            self._open[table_id] = entry
+            if entry[0]:
+                self._hosting.setdefault(entry[0], set()).add(table_id)
+            for player in entry[1]:
+                self._sitting.setdefault(player, set()).add(table_id)
+        away = self._absent.intersection(entry[1]) if old is None and entry is not None else ()
+        actor = self._service().actors.get(table_id) if away else None
+        if actor is not None:
+            for player in away:  # a table loaded again (a rematch) learns who is away
+                actor.set_absent(player, True)
+        if (old is None) != (entry is None) and self._announced and self._status_task is None:
+            self._status_task = asyncio.create_task(self._publish_status_later())
+
+    def _unloaded(self, table_id: str) -> None:
+        """``table_id`` left the service's memory: forget it here too, and take its listing
+        out of the lobby."""
+        self._batches.pop(table_id, None)
+        listing = self._listings.pop(table_id, None)
+        if listing is not None and listing.status != "closed":  # a closed one is cleared
+            self.transport.publish(topics.lobby_listing(table_id), b"", qos=1, retain=True)
 
     def _say(self, client: str, state: TableState, command_id: str, text: str) -> Reply:
         """Chat: players and the host only; a repeated request id is not said twice."""
@@ -571,6 +731,7 @@ class Gateway:
             tuple(public),
         )
         self._batches.setdefault(table.table_id, deque(maxlen=32)).append(batch)
+        self._track(table)
         actor = self.service.actors.get(table.table_id) if self.service is not None else None
         deadline = (actor.due() if actor is not None else None) or 0.0
         game = table.game
@@ -629,10 +790,10 @@ class Gateway:
                 game=listing.game,
                 seq=table.seq,
             )
-            private_table = table.created is not None and table.created.private
+            unlisted = table.closed or (table.created is not None and table.created.private)
             self.transport.publish(
                 topics.lobby_listing(table.table_id),
-                b"" if private_table else encode(listing),
+                b"" if unlisted else encode(listing),
                 qos=1,
                 retain=True,
             )
@@ -644,6 +805,18 @@ def _ignore(message: Message) -> None:
 
 SNAPSHOT_SECONDS = 1.0
 """A table's retained snapshot is republished at most this often (and after its last change)."""
+STATUS_SECONDS = 1.0
+"""The retained server status is republished at most this often when its count of tables
+changes."""
+
+
+def _discard(index: dict[str, set[str]], key: str, item: str) -> None:
+    """Take ``item`` out of ``index[key]``, dropping the key once its set is empty."""
+    items = index.get(key)
+    if items is not None:
+        items.discard(item)
+        if not items:
+            del index[key]
 
 
 def _legal(state: TableState, seat: int) -> tuple[GameCommand, ...]:

@@ -3,10 +3,11 @@
 Settings come from the command line or ``RAMINO_*`` environment variables (the command line
 wins): the broker (``embedded``, the default, runs an amqtt broker in this process; or
 ``mqtt://HOST:PORT``), the store URL, the server account's name and password, the accounts
-file of the embedded broker (none: guests), timers and limits, the embedded broker's
-connection limits (:class:`~server.net.broker_limits.BrokerLimits`), and where to serve
-Prometheus metrics (``--metrics HOST:PORT``, ``server.net.metrics``; none by default). At start
-the process raises its soft file limit to the hard one.
+file of the embedded broker (none: guests) or where it keeps its guest names, timers, table
+lifetimes and limits, the embedded broker's connection limits
+(:class:`~server.net.broker_limits.BrokerLimits`), and where to serve Prometheus metrics
+(``--metrics HOST:PORT``, ``server.net.metrics``; none by default). At start the process raises
+its soft file limit to the hard one.
 """
 
 from __future__ import annotations
@@ -20,24 +21,37 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from protocol import topics
 from protocol.codec import encode
 from protocol.messages import PROTOCOL_VERSION, ServerStatus
 from protocol.runtime import tune_gc
 from protocol.transport import BrokerAddress, Transport, parse_broker_url
-from server.net.accounts import Accounts
+from server.net.accounts import Accounts, AccountsError
 from server.net.broker_limits import BrokerLimits, raise_file_limit
 from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
+from server.net.guests import Guests
 from server.net.metrics import Metrics, parse_listen, serve_metrics
 from server.tables.service import TableService
-from server.tables.store import EventStore, open_store
+from server.tables.store import EventStore, open_store, store_options
 from server.tables.timers import Clock, SystemClock
 
-__all__ = ["Running", "ServeConfig", "running", "serve"]
+__all__ = ["MEMORY", "Running", "ServeConfig", "guests_path", "running", "serve"]
 
 _log = logging.getLogger(__name__)
+
+_LIMITS: tuple[tuple[str, type], ...] = (
+    ("rate", float),
+    ("burst", int),
+    ("max_waiting_tables", int),
+    ("max_open_tables", int),
+)
+"""The ``Limits`` fields settable from the environment (and ``from_env``'s overrides)."""
+
+MEMORY = ":memory:"
+"""``ServeConfig.guests`` for guest names kept in memory only."""
 
 WRITE_SPACING = 0.001
 """The server's socket writes to the broker are at least this far apart (seconds): under load
@@ -65,8 +79,17 @@ class ServeConfig:
     server_password: str = ""
     accounts: str = ""
     """Accounts file of the embedded broker (Mosquitto's password_file format); "": guests."""
+    guests: str = ""
+    """Where the embedded broker keeps its guest names (:mod:`server.net.guests`): "" next to
+    a SQLite store file (``PATH.guests``), in memory with an in-memory store, ``ramino.guests``
+    in the working folder with another store; ``:memory:`` in memory."""
     grace_seconds: float = 30.0
     claim_seconds: float = 10.0
+    waiting_ttl: float = 1800.0
+    """Seconds a table waiting for players lives without activity before it is closed (0:
+    forever)."""
+    finished_ttl: float = 300.0
+    """Seconds a finished or closed table stays in memory without activity (0: forever)."""
     limits: Limits = field(default_factory=Limits)
     broker_limits: BrokerLimits = field(default_factory=BrokerLimits)
     """Connection and subscription limits of the embedded broker."""
@@ -89,11 +112,13 @@ class ServeConfig:
             ("server_user", str),
             ("server_password", str),
             ("accounts", str),
+            ("guests", str),
             ("grace_seconds", float),
             ("claim_seconds", float),
-            ("rate", float),
-            ("burst", int),
+            ("waiting_ttl", float),
+            ("finished_ttl", float),
             ("metrics", str),
+            *_LIMITS,
             *_BROKER_LIMITS,
         )
         for name, cast in settings:
@@ -101,13 +126,9 @@ class ServeConfig:
             if text:
                 values[name] = cast(text)
         values.update({key: value for key, value in overrides.items() if value is not None})
-        rate, burst = values.pop("rate", None), values.pop("burst", None)
-        if rate is not None or burst is not None:
-            defaults = Limits()
-            values["limits"] = Limits(
-                rate=float(rate if rate is not None else defaults.rate),  # type: ignore[arg-type]
-                burst=int(burst if burst is not None else defaults.burst),  # type: ignore[call-overload]
-            )
+        limits = {name: values.pop(name) for name, _ in _LIMITS if name in values}
+        if limits:
+            values["limits"] = replace(Limits(), **limits)  # type: ignore[arg-type]
         broker_limits = {name: values.pop(name) for name, _cast in _BROKER_LIMITS if name in values}
         if broker_limits:
             base = values.get("broker_limits", BrokerLimits())
@@ -136,6 +157,8 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
 
     Raises:
         BrokerPortBusy: the embedded broker found no port to listen on.
+        AccountsError: the accounts file or the guest names file does not parse, or the
+            latter cannot be written.
         TransportError: the broker is not reachable or refuses the server account.
         StoreError: the store cannot be opened.
         MetricsAddressError: ``config.metrics`` is not ``HOST:PORT`` or cannot be listened on.
@@ -147,8 +170,18 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
         if config.broker == "embedded":
             password = password or secrets.token_urlsafe(16)
             accounts = Accounts.load(config.accounts) if config.accounts else None
+            guests = None
+            if accounts is None:
+                path = guests_path(config.guests, config.store)
+                guests = Guests(None) if path is None else Guests.load(path)
+                try:
+                    guests.save()  # a folder we cannot write to fails now, not at a login
+                except OSError as error:
+                    raise AccountsError(
+                        f"cannot write the guest names to {path}: {error} (see --guests)"
+                    ) from None
             broker = await _embedded(
-                config.port, accounts, password, config.server_user, config.broker_limits
+                config.port, accounts, password, config.server_user, config.broker_limits, guests
             )
             stack.push_async_callback(broker.stop)
             address = parse_broker_url(broker.url)
@@ -175,6 +208,8 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             clock=clock,
             claim_seconds=config.claim_seconds,
             grace_seconds=config.grace_seconds,
+            waiting_ttl=config.waiting_ttl,
+            finished_ttl=config.finished_ttl,
         )
         gateway.service = service
         metrics, metrics_port = None, 0
@@ -189,8 +224,36 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
         yield Running(address, service, gateway, store, password, resumed, metrics, metrics_port)
 
 
+def guests_path(guests: str, store: str) -> Path | None:
+    """Where the embedded broker keeps its guest names (``None``: in memory); see
+    :attr:`ServeConfig.guests`.
+
+    >>> guests_path("", "sqlite:///data/ramino.db"), guests_path("", "sqlite:///:memory:")
+    (PosixPath('data/ramino.db.guests'), None)
+    """
+    if guests == MEMORY:
+        return None
+    if guests:
+        return Path(guests)
+    url, _ = store_options(store)
+    if url.startswith(("postgresql://", "postgres://")):
+        return Path("ramino.guests")
+    path = url
+    if url.startswith("sqlite://"):
+        path = url.removeprefix("sqlite://")
+        path = path[1:] if path.startswith("/") else path  # sqlite:///rel, sqlite:////abs
+    if path in ("", MEMORY) or "://" in path:
+        return None
+    return Path(f"{path}.guests")
+
+
 async def _embedded(
-    port: int, accounts: Accounts | None, password: str, server_user: str, limits: BrokerLimits
+    port: int,
+    accounts: Accounts | None,
+    password: str,
+    server_user: str,
+    limits: BrokerLimits,
+    guests: Guests | None,
 ) -> EmbeddedBroker:
     """The embedded broker on ``port``, or on a free port if that one is taken."""
     broker = EmbeddedBroker(
@@ -199,6 +262,7 @@ async def _embedded(
         server_password=password,
         server_user=server_user,
         limits=limits,
+        guests=guests,
     )
     try:
         await broker.start()
@@ -211,6 +275,7 @@ async def _embedded(
             server_password=password,
             server_user=server_user,
             limits=limits,
+            guests=guests,
         )
         await broker.start()
         print(

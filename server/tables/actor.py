@@ -17,6 +17,12 @@ the actor's task takes commands in order and for each:
 
 A table is loaded from its latest snapshot plus the events after it; snapshots are written
 every ``snapshot_every`` events and are only a cache.
+
+Lifetimes. A table still waiting for players that sees no command (and no ``touch``: a join or
+a resync) for ``waiting_ttl`` seconds is closed: the actor appends ``table_closed`` with the
+reason ``EXPIRED``. A finished or closed table that sees no activity for ``finished_ttl``
+seconds tells ``on_idle`` (the service then unloads it; it is loaded back on demand). Both
+count from the later of the table's last event and its last activity, on the injected clock.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from server.tables.records import (
     Record,
     RecordEvent,
     SeatBack,
+    TableClosed,
     TableCreated,
     TimedOut,
     decode_record,
@@ -69,10 +76,13 @@ from server.tables.table import (
 )
 from server.tables.timers import NO_TIMER_METRICS, Clock, SystemClock, auto_command, deadline
 
-__all__ = ["OUTSIDER_REFUSALS", "Outbox", "Reply", "TableActor", "load_table"]
+__all__ = ["EXPIRED", "OUTSIDER_REFUSALS", "Outbox", "Reply", "TableActor", "load_table"]
 
 OUTSIDER_REFUSALS = 256
 """Refusals of clients with no seat a table keeps (in memory, the latest) for their retries."""
+
+EXPIRED = "expired: no activity while waiting for players"
+"""The reason of the ``table_closed`` appended to a waiting table that expired."""
 
 
 class Outbox(Protocol):
@@ -201,6 +211,10 @@ class TableActor:
         claim_seconds: float = 10.0,
         last_at: float | None = None,
         grace_seconds: float = 30.0,
+        waiting_ttl: float = 0.0,
+        finished_ttl: float = 0.0,
+        on_idle: Callable[[TableActor], None] | None = None,
+        active_at: float | None = None,
     ) -> None:
         self.table = table
         self.store = store
@@ -231,6 +245,16 @@ class TableActor:
         """The deadline the timer waits for (``None``: none): a move that leaves it as it is
         does not wake the timer."""
         self.metrics = NO_TIMER_METRICS
+        self.waiting_ttl = waiting_ttl
+        """Seconds a waiting table lives without activity before it is closed (0: forever)."""
+        self.finished_ttl = finished_ttl
+        """Seconds a finished or closed table stays idle before ``on_idle`` (0: never)."""
+        self.on_idle = on_idle
+        self._active_at = self.clock.now() if active_at is None else active_at
+        """Time of the last command, join or resync (the timers count from the later of this
+        and ``last_at``)."""
+        self._idle_told = False
+        self._stopping = False
 
     @classmethod
     async def load(
@@ -243,11 +267,14 @@ class TableActor:
         snapshot_every: int = 200,
         claim_seconds: float = 10.0,
         grace_seconds: float = 30.0,
+        waiting_ttl: float = 0.0,
+        finished_ttl: float = 0.0,
+        on_idle: Callable[[TableActor], None] | None = None,
     ) -> TableActor:
         """An actor for ``table_id`` as its log says (recovery after a restart).
 
         Its timers count from the time of the last event in the log, so a deadline that passed
-        while the server was down fires at once.
+        while the server was down fires at once (a waiting table's expiry too).
         """
         table = await load_table(store, table_id)
         rows = await store.read(table_id, after_seq=max(0, table.seq - 1))
@@ -262,6 +289,10 @@ class TableActor:
             claim_seconds=claim_seconds,
             last_at=last_at,
             grace_seconds=grace_seconds,
+            waiting_ttl=waiting_ttl,
+            finished_ttl=finished_ttl,
+            on_idle=on_idle,
+            active_at=last_at,
         )
 
     def start(self) -> None:
@@ -275,6 +306,7 @@ class TableActor:
         """Finish the queued commands and stop."""
         if self._task is None:
             return
+        self._stopping = True
         if self._timer is not None:
             self._timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -300,6 +332,31 @@ class TableActor:
         elif self._absent_since.pop(player, None) is None:
             return
         self._poke.set()
+
+    def touch(self) -> None:
+        """Activity at the table that leaves no event (a join, a resync): a waiting table's
+        expiry and a finished table's unloading count from now."""
+        self._active_at = self.clock.now()
+        self._idle_told = False
+        self._poke.set()
+
+    @property
+    def quiet(self) -> bool:
+        """No command is queued (the table may be unloaded)."""
+        return self._jobs.empty() and not self._stopping
+
+    def idle_deadline(self) -> float | None:
+        """When the table expires (waiting) or may leave memory (finished or closed), counted
+        from its last activity; ``None`` when neither applies."""
+        if self.table.created is None:
+            return None
+        active = max(self.last_at, self._active_at)
+        status = self.table.status
+        if status == "waiting":
+            return active + self.waiting_ttl if self.waiting_ttl > 0 else None
+        if status in ("finished", "closed") and self.on_idle is not None and not self._idle_told:
+            return active + self.finished_ttl if self.finished_ttl > 0 else None
+        return None
 
     def absent(self, player: str) -> bool:
         """Whether ``player`` is marked as gone."""
@@ -334,6 +391,8 @@ class TableActor:
             seq = self.table.seq
             due = self._armed = self.due()
             if due is None:
+                due = self.idle_deadline()
+            if due is None:
                 await self._poke.wait()  # no timer runs: wait for the next change
                 continue
             sleeper = asyncio.ensure_future(self.clock.sleep_until(due))
@@ -356,6 +415,8 @@ class TableActor:
         last_seq: int | None = None,
     ) -> Reply:
         """Queue ``command`` from ``sender`` and wait for its reply."""
+        if self._stopping:
+            raise RuntimeError(f"the actor of table {self.table.table_id!r} is stopping")
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         await self._jobs.put(_Job(sender, command_id, last_seq, command, future))
         return await future
@@ -367,7 +428,8 @@ class TableActor:
                 return
             if isinstance(job, _Timeout):
                 try:
-                    await self._play_for_absent(job.seq)
+                    if not await self._idle(job.seq):
+                        await self._play_for_absent(job.seq)
                 except Exception:  # our bug or a failed store: log it, keep the table as it was
                     _log.exception("automatic move failed", extra={"table": self.table.table_id})
                 finally:
@@ -396,6 +458,7 @@ class TableActor:
         kept = self._outsiders.get(job.command_id) if job.command_id else None
         if kept is not None:
             return msgspec.structs.replace(kept, duplicate=True)
+        self.touch()
         if job.command_id and (not self._born_here or job.command_id in self._ids):
             seqs = await self.store.command_seqs(table.table_id, job.command_id)
             if seqs is not None:
@@ -429,6 +492,22 @@ class TableActor:
         first = table.seq + 1
         await self._append(events, job.command_id)
         return Reply(True, job.command_id, self.table.seq, first)
+
+    async def _idle(self, seq: int) -> bool:
+        """Time is up at ``seq`` for a table no game timer runs at: close a waiting table that
+        expired, or tell ``on_idle`` that a finished one may leave memory. ``False``: this
+        timeout is a game timer's."""
+        if self.due() is not None:
+            return False
+        idle = self.idle_deadline()
+        if self.table.seq != seq or idle is None or idle > self.clock.now():
+            return True  # something happened meanwhile; the timer starts again
+        if self.table.status == "waiting":
+            await self._append([TableClosed(reason=EXPIRED)], f"timeout:{seq}:expired")
+        elif self.on_idle is not None:
+            self._idle_told = True
+            self.on_idle(self)
+        return True
 
     async def _play_for_absent(self, seq: int) -> None:
         """Time is up at ``seq``: play the awaited seat's turn, or pass open claims."""
@@ -484,6 +563,8 @@ class TableActor:
             return decide_table(table, sender, command)
         if table.created is None:
             raise TableError(f"there is no table {table.table_id!r}", "table/unknown")
+        if table.closed:
+            raise TableError("the table is closed", "table/closed")
         if table.game is None:
             raise TableError("no game is being played here", "table/no_game")
         seat = table.seat_of(sender)

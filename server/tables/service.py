@@ -3,6 +3,11 @@
 It is what a transport drives: ``submit`` routes a command to its table's actor (starting the
 actor on first use), ``create`` opens a new table, and ``start`` recovers every table that is
 not finished when the server starts, timers included.
+
+Finished and closed tables leave memory: once such a table has been idle for ``finished_ttl``
+seconds its actor says so (``TableActor.on_idle``), the service drops it and stops its tasks,
+and tells ``on_unload``. The table stays in the store and is loaded back on the next command,
+join or resync. Waiting tables idle for ``waiting_ttl`` seconds are closed by their actor.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import random
 import secrets
+from collections.abc import Callable
 
 from server.engine import Command
 from server.tables.actor import Outbox, Reply, TableActor
@@ -33,6 +39,8 @@ class TableService:
         rng: random.Random | None = None,
         claim_seconds: float = 10.0,
         grace_seconds: float = 30.0,
+        waiting_ttl: float = 0.0,
+        finished_ttl: float = 0.0,
     ) -> None:
         self.store = store
         self.outbox = outbox
@@ -41,9 +49,17 @@ class TableService:
         """Where the deals come from: the OS CSPRNG unless a seeded generator is given."""
         self.claim_seconds = claim_seconds
         self.grace_seconds = grace_seconds
+        self.waiting_ttl = waiting_ttl
+        """Seconds a waiting table lives without activity (0: forever)."""
+        self.finished_ttl = finished_ttl
+        """Seconds a finished or closed table stays in memory without activity (0: forever)."""
+        self.on_unload: Callable[[str], None] | None = None
+        """Told the id of each table that left memory."""
         self.actors: dict[str, TableActor] = {}
         self._loading: dict[str, asyncio.Future[TableActor]] = {}
         self.metrics = NO_TIMER_METRICS
+        self._unloading: dict[str, asyncio.Task[None]] = {}
+        self._unloaded = asyncio.Condition()
 
     async def start(self) -> list[str]:
         """Load and start every table that is not finished; return their ids."""
@@ -60,6 +76,36 @@ class TableService:
         for actor in list(self.actors.values()):
             await actor.stop()
         self.actors.clear()
+        if self._unloading:
+            await asyncio.wait(list(self._unloading.values()))
+
+    async def wait_unloaded(self, table_id: str) -> None:
+        """Return once ``table_id`` holds no actor and none is stopping (tests and tools; wrap
+        in a timeout)."""
+        async with self._unloaded:
+            await self._unloaded.wait_for(
+                lambda: table_id not in self.actors and table_id not in self._unloading
+            )
+
+    def _idle(self, actor: TableActor) -> None:
+        """``actor``'s finished table has been idle long enough: drop it (if nothing is queued
+        there) and stop its tasks."""
+        table_id = actor.table.table_id
+        if self.actors.get(table_id) is not actor or not actor.quiet:
+            return
+        del self.actors[table_id]
+        task = asyncio.create_task(self._unload(table_id, actor), name=f"unload-{table_id}")
+        self._unloading[table_id] = task
+
+    async def _unload(self, table_id: str, actor: TableActor) -> None:
+        try:
+            await actor.stop()
+        finally:
+            del self._unloading[table_id]
+            if self.on_unload is not None:
+                self.on_unload(table_id)
+            async with self._unloaded:
+                self._unloaded.notify_all()
 
     async def create(
         self, host: str, command: CreateTable, command_id: str = "", table_id: str = ""
@@ -124,6 +170,9 @@ class TableService:
         return random.Random(self.rng.getrandbits(128))
 
     async def _load(self, table_id: str) -> TableActor:
+        unloading = self._unloading.get(table_id)
+        if unloading is not None:  # its last actor first stops
+            await asyncio.wait({unloading})
         actor = self.actors.get(table_id)
         if actor is None:
             if await self.store.last_seq(table_id) > 0:
@@ -135,6 +184,9 @@ class TableService:
                     rng=self._table_rng(),
                     claim_seconds=self.claim_seconds,
                     grace_seconds=self.grace_seconds,
+                    waiting_ttl=self.waiting_ttl,
+                    finished_ttl=self.finished_ttl,
+                    on_idle=self._idle,
                 )
             else:
                 actor = TableActor(
@@ -145,6 +197,9 @@ class TableService:
                     rng=self._table_rng(),
                     claim_seconds=self.claim_seconds,
                     grace_seconds=self.grace_seconds,
+                    waiting_ttl=self.waiting_ttl,
+                    finished_ttl=self.finished_ttl,
+                    on_idle=self._idle,
                 )
             actor.metrics = self.metrics
             actor.start()

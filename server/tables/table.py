@@ -198,6 +198,8 @@ def decide_table(table: TableState, sender: str, command: TableCommand) -> list[
         TableError: the command does not fit the table (coded ``table/*``).
         VariantError: a new table's variant or options are invalid.
     """
+    if table.closed and not isinstance(command, CreateTable):
+        raise TableError("the table is closed", "table/closed")
     match command:
         case CreateTable(variant=variant, options=options, seats=seats):
             if table.created is not None:

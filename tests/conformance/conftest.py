@@ -2,7 +2,8 @@
 
 ``pytest tests/conformance --broker mqtt://HOST:PORT --user NAME:PASSWORD ...`` runs every check
 against a deployment that is already running (give at least four accounts; on a guest-mode
-server any names work, and without ``--user`` the suite makes up names). Without ``--broker``
+server any names not bound to another password work, and without ``--user`` the suite makes
+up fresh names). Without ``--broker``
 every check runs twice: against ``ramino serve`` with its embedded broker, and against
 ``ramino serve`` behind Mosquitto with deploy/mosquitto's config, both started here as
 subprocesses.
@@ -40,7 +41,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="NAME:PASSWORD",
-        help="an account of that deployment (repeat; at least 4; any names on a guest server)",
+        help="an account of that deployment (repeat; at least 4; on a guest server, the first "
+        "password binds a name)",
     )
     group.addoption(
         "--grace-seconds",
@@ -76,7 +78,7 @@ def _given(config: pytest.Config, url: str) -> Deployment:
             raise pytest.UsageError(f"--user wants NAME:PASSWORD, not {entry!r}")
         accounts.append(Account(name, password))
     if not accounts:
-        # A guest-mode server takes any name and password.
+        # A guest-mode server takes any name not bound yet (with its first password): fresh ones.
         tag = secrets.token_hex(3)
         accounts = [Account(f"c{tag}-{number}", "guest") for number in range(300)]
     return Deployment(

@@ -184,7 +184,11 @@ def start_server(
     else:
         command += ["--broker", broker]
     if server_password is not None:
-        command += ["--server-password", server_password]
+        # As an operator would: a file only we may read (a command line shows in ps).
+        secret = folder / "server-password"
+        secret.touch(mode=0o600)
+        secret.write_text(server_password + "\n")
+        command += ["--server-password-file", str(secret)]
     environment = {key: value for key, value in os.environ.items() if key.startswith("RAMINO_")}
     clean = {key: value for key, value in os.environ.items() if key not in environment}
     output = folder / "server.out"

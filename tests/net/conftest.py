@@ -4,7 +4,8 @@ Both fixtures give a :class:`BrokerUnderTest`: ``host``, ``port``, ``url``, the 
 name and password, a few test users (``users``: name -> password) and ``add_user``. Mosquitto
 runs once per session from ``deploy/mosquitto/mosquitto.conf`` (listener moved to a free
 127.0.0.1 port, absolute paths for the password and ACL files); the embedded broker runs per test
-in guest mode (any password but the server's is accepted).
+in guest mode (a name is bound to the first password it logs in with; the fixture binds the
+test users' names to their passwords).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from protocol.transport import Message
 from server.net.accounts import Accounts, local_mosquitto_config, random_password
 from server.net.embedded import SERVER_USER, EmbeddedBroker
 from server.net.gateway import Limits
+from server.net.guests import Admission, Guests
 from server.net.serve import Running, ServeConfig, running
 from server.tables.timers import Clock
 
@@ -50,9 +52,11 @@ class BrokerUnderTest:
     server_password: str
     users: dict[str, str]
     checks_passwords: bool
-    """Whether a wrong password of a player is refused (the embedded broker's guest mode takes
-    any)."""
+    """Whether a wrong password of a player is refused (both brokers: the embedded broker's
+    guest names are bound to their first password)."""
     server_user: str = SERVER_USER
+    embedded: EmbeddedBroker | None = None
+    """The broker object when it runs in this process (its limits and counters)."""
 
     @property
     def url(self) -> str:
@@ -93,6 +97,18 @@ class MosquittoBroker(BrokerUnderTest):
                 if await connack_code(self.host, self.port, name, password) == 0:
                     break
                 await asyncio.sleep(0.02)
+        self.users[name] = password
+
+
+@dataclass
+class GuestBroker(BrokerUnderTest):
+    """The embedded broker in guest mode; its test users' names are bound to their passwords."""
+
+    guests: Guests = field(default_factory=Guests)
+
+    async def add_user(self, name: str, password: str) -> None:
+        """Bind ``name`` to ``password``, as its first login would."""
+        assert Admission.ACCEPTED == self.guests.admit(name, password)
         self.users[name] = password
 
 
@@ -246,16 +262,23 @@ def mosquitto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MosquittoBro
 
 @pytest.fixture
 async def embedded_broker() -> AsyncIterator[BrokerUnderTest]:
-    """The embedded broker in guest mode on a free port, with a server password."""
+    """The embedded broker in guest mode on a free port, with a server password; the test users'
+    names are bound to their passwords."""
     server_password = random_password()
-    async with EmbeddedBroker(port=0, server_password=server_password) as broker:
-        yield BrokerUnderTest(
+    guests = Guests()
+    users = {name: random_password() for name in TEST_USERS}
+    for name, password in users.items():
+        assert Admission.ACCEPTED == guests.admit(name, password)
+    async with EmbeddedBroker(port=0, server_password=server_password, guests=guests) as broker:
+        yield GuestBroker(
             kind="embedded",
             host=HOST,
             port=broker.port,
             server_password=server_password,
-            users={name: random_password() for name in TEST_USERS},
-            checks_passwords=False,
+            users=users,
+            checks_passwords=True,
+            guests=guests,
+            embedded=broker,
         )
 
 

@@ -172,9 +172,10 @@ async def test_wrong_server_password_is_refused(broker: BrokerUnderTest) -> None
 
 
 async def test_wrong_password_is_refused(broker: BrokerUnderTest) -> None:
-    """With accounts, a player needs his password (guest mode accepts any)."""
-    expected = NOT_AUTHORISED if broker.checks_passwords else 0
-    assert expected == await connack_code(broker.host, broker.port, "alice", "guess")
+    """A player needs his password: an account's, or on the embedded broker in guest mode the
+    one his name was bound to."""
+    assert broker.checks_passwords
+    assert NOT_AUTHORISED == await connack_code(broker.host, broker.port, "alice", "guess")
     assert 0 == await connack_code(broker.host, broker.port, "alice", broker.users["alice"])
     with pytest.raises(aiomqtt.MqttError):
         async with connected(broker, "nobody/else", "guess"):
@@ -317,7 +318,7 @@ async def test_embedded_broker_keeps_a_persistent_session_for_its_owner(
         broker.host,
         broker.port,
         username="alice",
-        password="x",
+        password=broker.password("alice"),
         identifier=session,
         clean_session=False,
     ) as alice:
@@ -329,7 +330,7 @@ async def test_embedded_broker_keeps_a_persistent_session_for_its_owner(
             broker.host,
             broker.port,
             username="bob",
-            password="x",
+            password=broker.password("bob"),
             identifier=session,
             clean_session=False,
         ):
@@ -338,7 +339,7 @@ async def test_embedded_broker_keeps_a_persistent_session_for_its_owner(
         broker.host,
         broker.port,
         username="alice",
-        password="x",
+        password=broker.password("alice"),
         identifier=session,
         clean_session=False,
     ) as alice:
