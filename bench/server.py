@@ -37,6 +37,12 @@ throughput by Little's law) and paced at ``TARGET_MOVES`` in all (the round trip
 target's load). When it is missed (or with ``--profile``), the largest back-to-back case runs
 once more with py-spy sampling the server process, and the functions it spends its time in are
 printed (own and inclusive shares of the samples).
+
+Speed targets (issue 16), as same-run ratios so they hold on any machine: moves/s at
+``TARGET_TABLES`` tables back to back over the raw broker's one-way QoS 1 msg/s at least
+``RATIO_TARGET``, and a p99 under ``HALF_P99`` at half that capacity (``--half``, on by
+default, runs that paced case after the back-to-back one). Printed with PASS/MISS after the
+target above, and in the JSON's ``target``.
 """
 
 from __future__ import annotations
@@ -87,6 +93,11 @@ TARGET_P99 = 0.050
 PACES = (TARGET_MOVES / TARGET_TABLES, 1.0)
 """Moves a second per table of the paced cases at ``TARGET_TABLES``: the target's load, and a
 quarter of it."""
+RATIO_TARGET = 0.2
+"""Speed target (issue 16), as a same-run ratio so it holds on any machine: moves/s at
+``TARGET_TABLES`` tables back to back over the raw broker's one-way QoS 1 msg/s."""
+HALF_P99 = 0.020
+"""Speed target (issue 16): the command p99 at half the measured capacity (``--half``)."""
 RATE = 1_000_000
 """The per-client rate and burst the benchmark's server allows (no bot comes near it)."""
 PAYLOAD_BYTES = 300
@@ -713,6 +724,8 @@ class CaseResult:
     """CPU seconds the hypervisor gave to other machines in the window."""
     setup_seconds: float
     errors: list[str] = field(default_factory=list)
+    half: bool = False
+    """Paced at half the capacity measured back to back in the same run (``--half``)."""
 
     @property
     def moves_per_s(self) -> float:
@@ -1111,8 +1124,9 @@ def print_cases(cases: Sequence[CaseResult], raw: RawResult, say: Say) -> None:
     )
     for case in cases:
         ceiling = case.moves / case.loop.run if case.loop.run else 0.0
+        mark = " h" if case.half else ""
         say(
-            f"{case.tables:>6}{offered(case):>9}{case.moves_per_s:>9,.0f}"
+            f"{case.tables:>6}{offered(case) + mark:>9}{case.moves_per_s:>9,.0f}"
             f"{milliseconds(case.p50):>8}{milliseconds(case.p99):>9}"
             f"{case.share(case.server.run):>8}{case.share(case.loop.run):>6}"
             f"{case.share(case.loop.wait):>6}{case.server_ms_per_move:>8.3f}{ceiling:>8,.0f}"
@@ -1128,7 +1142,7 @@ def print_cases(cases: Sequence[CaseResult], raw: RawResult, say: Say) -> None:
         "thread, the rate if it had a core to itself; broker: Mosquitto; players: the "
         "load-generator processes, CPU and wait; others: the rest of the machine (other "
         "users); msgs/move: messages the players received per move; refused: game commands "
-        "refused or timed out)"
+        "refused or timed out; h: the case at half the capacity)"
     )
     say()
     say(
@@ -1234,6 +1248,44 @@ def judge(cases: Sequence[CaseResult], say: Say) -> dict[str, Any]:
     return target
 
 
+def ratios(cases: Sequence[CaseResult], raw: RawResult, say: Say) -> dict[str, Any]:
+    """Print and return the speed targets as same-run ratios: moves/s over the raw broker's
+    QoS 1 msg/s at ``TARGET_TABLES`` tables back to back, and the p99 at half that capacity."""
+    found: dict[str, Any] = {"ratio_target": RATIO_TARGET, "half_p99_target_ms": HALF_P99 * 1000}
+    say()
+    say(
+        f"== Speed targets, same-run ratios: moves/s / raw QoS 1 msg/s >= {RATIO_TARGET:g} at "
+        f"{TARGET_TABLES} tables back to back; p99 < {HALF_P99 * 1000:.0f} ms at half that "
+        f"capacity =="
+    )
+    full = next((c for c in cases if c.tables == TARGET_TABLES and not c.pace), None)
+    half = next((c for c in cases if c.half), None)
+    if full is not None and raw.rates.get(1):
+        ratio = full.moves_per_s / raw.rates[1]
+        found.update(ratio=ratio, ratio_ok=ratio >= RATIO_TARGET)
+        found["server_cpu_ms_per_move"] = full.server_ms_per_move
+        say(
+            f"moves/s / raw QoS 1 msg/s: {full.moves_per_s:,.0f} / {raw.rates[1]:,.0f} = "
+            f"{ratio:.3f} {verdict(ratio >= RATIO_TARGET)} (server CPU "
+            f"{full.server_ms_per_move:.3f} ms per move)"
+        )
+    else:
+        say(f"(no back-to-back case at {TARGET_TABLES} tables: ratio not judged)")
+    if half is not None:
+        quick = half.p99 < HALF_P99
+        found.update(half_offered=half.offered, half_p99_ms=half.p99 * 1000, half_p99_ok=quick)
+        say(
+            f"p99 at half the capacity ({half.offered:,.0f} moves/s offered, "
+            f"{half.moves_per_s:,.0f} served): {milliseconds(half.p99)} ms {verdict(quick)}"
+        )
+    else:
+        say(
+            "(no case at half the capacity: pass --half with a back-to-back case at "
+            f"{TARGET_TABLES} tables)"
+        )
+    return found
+
+
 def main_run(arguments: argparse.Namespace) -> None:
     """Run every section and print the report."""
     say = Say(sys.stderr if arguments.json else sys.stdout)
@@ -1292,10 +1344,35 @@ def main_run(arguments: argparse.Namespace) -> None:
                     + (f"; errors: {case.errors[:3]}" if case.errors else ""),
                     flush=True,
                 )
+            full = next((c for c in cases if c.tables == TARGET_TABLES and not c.pace), None)
+            if arguments.half and full is not None and full.moves_per_s:
+                pace = full.moves_per_s / 2 / TARGET_TABLES
+                workers = workers_for(TARGET_TABLES, arguments.workers)
+                with fresh_store(arguments.store, arguments.postgres, folder) as store:
+                    log = folder / f"server-{TARGET_TABLES}-half.log"
+                    case = server_case(
+                        broker,
+                        store,
+                        TARGET_TABLES,
+                        pace,
+                        workers,
+                        arguments,
+                        log,
+                        arguments.seconds,
+                    )
+                case.half = True
+                cases.append(case)
+                say(
+                    f"  {TARGET_TABLES:,} tables at half the capacity, offered {offered(case)}: "
+                    f"{case.moves_per_s:,.0f} moves/s, p50 {milliseconds(case.p50)} ms, p99 "
+                    f"{milliseconds(case.p99)} ms, server {case.share(case.server.run)} CPU",
+                    flush=True,
+                )
             say()
             print_cases(cases, raw, say)
             say()
             target = judge(cases, say)
+            target.update(ratios(cases, raw, say))
             if arguments.profile or (not target["met"] and not arguments.no_profile):
                 profile_server(broker, arguments, folder, max(arguments.tables), say)
         finally:
@@ -1394,6 +1471,13 @@ def main() -> None:
         default=0,
         metavar="N",
         help="niceness added to the player processes (default 0)",
+    )
+    parser.add_argument(
+        "--half",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=f"after the back-to-back case at {TARGET_TABLES} tables, a paced case at half the "
+        "moves/s it reached (the p99 target's load; default on)",
     )
     parser.add_argument("--profile", action="store_true", help="profile even if the target is met")
     parser.add_argument("--no-profile", action="store_true", help="never profile")

@@ -9,12 +9,14 @@ from __future__ import annotations
 import functools
 from fractions import Fraction
 
+import msgspec
+
 from protocol.cards import HIDDEN, Card
 from protocol.game import Claimed, Dealt, Drew, Event, MeldView, StockRebuilt, View
 from server.engine.game import State, deal_layout, to_move
 from server.engine.scoring import format_amount
 
-__all__ = ["HIDDEN", "MeldView", "View", "redact", "view", "visible_cards"]
+__all__ = ["HIDDEN", "MeldView", "View", "redact", "seat_view", "view", "visible_cards"]
 
 
 def view(state: State, seat: int | None = None) -> View:
@@ -54,6 +56,12 @@ def view(state: State, seat: int | None = None) -> View:
         winners=state.winners,
         last_result=state.last_result,
     )
+
+
+def seat_view(spectator: View, state: State, seat: int) -> View:
+    """``view(state, seat)``, made from the spectator's ``view(state)`` of the same state: only
+    the seat and its hand differ (one view built per state, then one cheap copy per seat)."""
+    return msgspec.structs.replace(spectator, seat=seat, hand=state.hands[seat])
 
 
 @functools.lru_cache(maxsize=256)

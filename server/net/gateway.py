@@ -78,6 +78,7 @@ from protocol.messages import (
 )
 from protocol.transport import Message, Transport
 from server.engine import OPTIONS, VARIANTS, is_over, legal_actions, view
+from server.engine.views import View, seat_view
 from server.net.logs import get_logger
 from server.net.metrics import NO_METRICS, NoMetrics
 from server.tables import table as tables
@@ -188,6 +189,8 @@ class Gateway:
         self._pending: dict[str, list[tuple[TableState, int, Record]]] = {}
         self._batches: dict[str, deque[_Batch]] = {}
         self._listings: dict[str, TableListing] = {}
+        self._listing_keys: dict[str, tuple[tuple[str, ...], str, int]] = {}
+        """What each published listing was made from that changes after creation."""
         self._absent: set[str] = set()
         self._said: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._cooling: dict[str, tuple[TableState, float] | None] = {}
@@ -613,9 +616,13 @@ class Gateway:
             return refusal
         events: list[Logged] = []
         if reply.first_seq:
-            for batch in self._batches.get(table_id, ()):
-                if batch.last < reply.first_seq or batch.first > reply.seq:
-                    continue
+            found: list[_Batch] = []
+            for batch in reversed(self._batches.get(table_id, ())):  # newest first
+                if batch.last < reply.first_seq:
+                    break
+                if batch.first <= reply.seq:
+                    found.append(batch)
+            for batch in reversed(found):
                 shown = batch.private.get(client, batch.public)
                 events.extend(item for item in shown if reply.first_seq <= item.seq <= reply.seq)
         return _ok(command_id, table_id, reply.seq, events=tuple(events))
@@ -667,15 +674,16 @@ class Gateway:
     # Outbound (the tables' outbox) ----------------------------------------------------------
 
     def _publish_snapshot(
-        self, table: TableState, deadline: float, listing: TableListing | None = None
+        self,
+        table: TableState,
+        deadline: float,
+        listing: TableListing | None = None,
+        spectator: View | None = None,
     ) -> None:
         game = table.game
-        snapshot = TableSnapshot(
-            listing or _listing(table),
-            table.seq,
-            view(game) if game is not None else None,
-            deadline,
-        )
+        if spectator is None and game is not None:
+            spectator = view(game)
+        snapshot = TableSnapshot(listing or _listing(table), table.seq, spectator, deadline)
         self.transport.publish(
             topics.table_state(table.table_id), encode(snapshot), qos=0, retain=True
         )
@@ -727,6 +735,7 @@ class Gateway:
         actor = self.service.actors.get(table.table_id) if self.service is not None else None
         deadline = (actor.due() if actor is not None else None) or 0.0
         game = table.game
+        spectator = view(game) if game is not None else None
         for seat, player in enumerate(table.seats):
             if not player:
                 continue
@@ -735,7 +744,7 @@ class Gateway:
                 seq=table.seq,
                 seat=seat,
                 events=batch.private[player],
-                view=view(game, seat) if game is not None else None,
+                view=seat_view(spectator, game, seat) if game is not None and spectator else None,
                 legal=_legal(table, seat),
                 deadline=deadline,
                 status=table.status,
@@ -745,17 +754,26 @@ class Gateway:
             self._limiter.credit(player, self.limits.update_credit)
         stream = TableEvents(table.table_id, batch.public)
         self.transport.publish(topics.table_events(table.table_id), encode(stream), qos=0)
-        self._publish_public(table, deadline)
+        self._publish_public(table, deadline, spectator)
 
-    def _publish_public(self, table: TableState, deadline: float) -> None:
+    def _publish_public(
+        self, table: TableState, deadline: float, spectator: View | None = None
+    ) -> None:
         """The retained snapshot of ``table`` (at most every ``SNAPSHOT_SECONDS``, the latest
-        one last) and, when it changed, its lobby listing (at once, with a snapshot)."""
-        listing = _listing(table)
-        changed = self._listings.get(table.table_id) != listing
+        one last) and, when it changed, its lobby listing (at once, with a snapshot).
+        ``spectator``: ``view(table.game)`` when the caller has it."""
+        key = (table.seats, table.status, table.game_number)
+        known = self._listings.get(table.table_id)
+        if known is not None and self._listing_keys.get(table.table_id) == key:
+            listing, changed = known, False  # what a listing shows besides is set at creation
+        else:
+            listing = _listing(table)
+            changed = known != listing
+            self._listing_keys[table.table_id] = key
         if table.table_id in self._cooling and not changed:
             self._cooling[table.table_id] = (table, deadline)
             return
-        self._publish_snapshot(table, deadline, listing)
+        self._publish_snapshot(table, deadline, listing, spectator)
         # Published now, so nothing older is left to publish when the pause is over (an older
         # state kept here was republished after a table's last change and left it stale).
         if table.table_id not in self._cooling:

@@ -241,6 +241,9 @@ class TableActor:
         """How long a disconnected player's seat waits before the server plays for it."""
         self._absent_since: dict[str, float] = {}
         self._poke = asyncio.Event()
+        self._armed: float | None = None
+        """The deadline the timer waits for (``None``: none): a move that leaves it as it is
+        does not wake the timer."""
         self.metrics = NO_TIMER_METRICS
         self.waiting_ttl = waiting_ttl
         """Seconds a waiting table lives without activity before it is closed (0: forever)."""
@@ -386,7 +389,7 @@ class TableActor:
         while True:
             self._poke.clear()
             seq = self.table.seq
-            due = self.due()
+            due = self._armed = self.due()
             if due is None:
                 due = self.idle_deadline()
             if due is None:
@@ -607,8 +610,9 @@ class TableActor:
             async with self._changed:
                 self.table = after
                 self._changed.notify_all()
-            self._poke.set()  # the timer works its deadline out again
             await self.outbox.publish(before, after.seq, record, after)
+        if self.due() != self._armed:
+            self._poke.set()  # the timer works its deadline out again
         await self.outbox.flush(self.table)
         if (
             self.snapshot_every

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from server.engine import (
     HIDDEN,
+    VARIANTS,
     Dealt,
     DrawStock,
     Drew,
+    Event,
+    State,
     StockRebuilt,
     chance,
     decide,
@@ -18,6 +23,8 @@ from server.engine import (
     view,
 )
 from server.engine.game import deal_layout
+from server.engine.views import seat_view
+from server.simulation import play_random_game
 
 
 def test_a_seat_view_shows_its_own_hand_and_only_sizes_of_the_others() -> None:
@@ -77,3 +84,22 @@ def test_a_rebuilt_stock_shows_only_its_size() -> None:
     event = StockRebuilt(order=(1, 2, 3), shuffled=True)
     state = new_game("basic", {}, 2)
     assert StockRebuilt(order=(HIDDEN,) * 3, shuffled=True) == redact(state, event, 0)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_a_seat_view_made_from_the_spectator_view_is_the_seats_own_view(variant: str) -> None:
+    """``seat_view`` (the server's one view per state, copied per seat) equals ``view`` for
+    every seat at every state of a random game: no other hand, nothing more or less."""
+    players = VARIANTS[variant].max_players
+    checked = 0
+
+    def check(before: State, event: Event, after: State) -> None:
+        nonlocal checked
+        spectator = view(after)
+        for seat in range(players):
+            assert view(after, seat) == seat_view(spectator, after, seat)
+        checked += 1
+
+    game = new_game(variant, {}, players)
+    play_random_game(game, random.Random(f"views-{variant}"), check=False, on_event=check)
+    assert checked > 20
