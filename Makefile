@@ -6,7 +6,7 @@ UV_VERSION := 0.13.9
 RUN := $(UV) run --frozen --no-sync
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: demo test check lint typecheck format bench clean web
+.PHONY: demo test check lint typecheck format bench clean web screenshots
 
 # A private uv so a fresh machine needs nothing but Python 3.11+.
 $(UV):
@@ -45,3 +45,7 @@ clean:
 # The web page: bundle web/src into server/web_static (needs Node and npm; the build is shipped).
 web:
 	cd web && npm ci --no-audit --no-fund && node build.mjs
+
+# docs/web/*.png: the browser test's screenshots, written into docs/ (a plain test run does not).
+screenshots: .venv/.synced
+	RAMINO_SCREENSHOTS=1 $(RUN) pytest tests/web/test_browser.py

@@ -212,15 +212,19 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             addresses = parse_broker_urls(config.broker)
         store = await open_store(config.store)
         stack.push_async_callback(store.close)
-        offline = encode(_offline_status())
+        # On an external broker the will says "offline" when this process dies without a word.
+        # The embedded broker dies with the process: there a will could only arrive during a
+        # clean stop, as a second status after the real one.
+        embedded = config.broker == "embedded"
+        will = None if embedded else (topics.server_status(), encode(_offline_status()))
         transport = Transport(
             config.server_user,
             password,
             client_id=f"{config.server_user}-{secrets.token_hex(4)}",
-            will=(topics.server_status(), offline),
+            will=will,
             will_retain=True,
             write_spacing=WRITE_SPACING,
-            mqtt5=config.broker != "embedded" if config.mqtt5 is None else config.mqtt5,
+            mqtt5=not embedded if config.mqtt5 is None else config.mqtt5,
         )
         await transport.connect(addresses)
         stack.push_async_callback(transport.close)

@@ -358,6 +358,11 @@ class TableActor:
             return active + self.finished_ttl if self.finished_ttl > 0 else None
         return None
 
+    def _deadline(self) -> float | None:
+        """What the timer waits for: the next move's deadline, else the idle deadline."""
+        due = self.due()
+        return due if due is not None else self.idle_deadline()
+
     def absent(self, player: str) -> bool:
         """Whether ``player`` is marked as gone."""
         return player in self._absent_since
@@ -389,9 +394,7 @@ class TableActor:
         while True:
             self._poke.clear()
             seq = self.table.seq
-            due = self._armed = self.due()
-            if due is None:
-                due = self.idle_deadline()
+            due = self._armed = self._deadline()
             if due is None:
                 await self._poke.wait()  # no timer runs: wait for the next change
                 continue
@@ -611,7 +614,7 @@ class TableActor:
                 self.table = after
                 self._changed.notify_all()
             await self.outbox.publish(before, after.seq, record, after)
-        if self.due() != self._armed:
+        if self._deadline() != self._armed:
             self._poke.set()  # the timer works its deadline out again
         await self.outbox.flush(self.table)
         if (

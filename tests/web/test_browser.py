@@ -5,7 +5,8 @@ WebSockets on one port; house bots take the free seats of public tables). A pers
 page, creates a Knock Rummy table of one deal, a bot sits, and the person plays the hand to its
 end by clicking the moves the page offers; then sees the score sheet. Along the way the tab is
 closed and reopened (same seat, same hand) and a spectator sees no card of the person's hand.
-Screenshots for docs/web.md are written to docs/web/.
+Screenshots are taken along the way, into the test's temporary folder; with
+``RAMINO_SCREENSHOTS=1`` (``make screenshots``) into docs/web/, for docs/web.md.
 
 Without /usr/bin/chromium the tests are skipped, except under CI=true, where they fail
 (.ci/run installs it).
@@ -27,6 +28,17 @@ import pytest
 
 CHROMIUM = Path(os.environ.get("RAMINO_CHROMIUM", "/usr/bin/chromium"))
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "web"
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    """Where screenshots go: docs/web/ with ``RAMINO_SCREENSHOTS=1``, else a temporary folder
+    (a test run leaves the tree as it found it)."""
+    folder = DOCS if os.environ.get("RAMINO_SCREENSHOTS") == "1" else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 STEP = 15_000
 """Milliseconds to wait for the page to show something (a bot thinks 0.3 s a move)."""
 
@@ -160,12 +172,13 @@ def _play_one_move(page: Page, turns: int) -> bool:
     return True
 
 
-def test_lobby_create_play_a_knock_game_reconnect_and_spectate(site: str, browser: Browser) -> None:
-    DOCS.mkdir(parents=True, exist_ok=True)
+def test_lobby_create_play_a_knock_game_reconnect_and_spectate(
+    site: str, browser: Browser, shots: Path
+) -> None:
     context = browser.new_context(viewport={"width": 900, "height": 800})
     page = context.new_page()
     _log_in(page, site, "alice")
-    page.screenshot(path=str(DOCS / "lobby.png"))
+    page.screenshot(path=str(shots / "lobby.png"))
     _create(page, "knock", target="unlimited", deals="1")
     # A house bot takes the second seat and starts the game: alice is dealt ten cards.
     expect(page.locator("#hand .card")).to_have_count(10, timeout=STEP)
@@ -207,11 +220,11 @@ def test_lobby_create_play_a_knock_game_reconnect_and_spectate(site: str, browse
         assert turns < 200, "the game did not end"
     expect(page.locator("#score-sheet")).to_be_visible(timeout=STEP)
     expect(page.locator("#score-sheet tbody tr")).to_have_count(1)
-    page.screenshot(path=str(DOCS / "knock-score-sheet.png"), full_page=True)
+    page.screenshot(path=str(shots / "knock-score-sheet.png"), full_page=True)
     context.close()
 
 
-def test_a_gin_hand_on_a_phone_screen(site: str, browser: Browser) -> None:
+def test_a_gin_hand_on_a_phone_screen(site: str, browser: Browser, shots: Path) -> None:
     context = browser.new_context(viewport={"width": 360, "height": 780})
     page = context.new_page()
     _log_in(page, site, "dora")
@@ -224,8 +237,7 @@ def test_a_gin_hand_on_a_phone_screen(site: str, browser: Browser) -> None:
     page.keyboard.press("Alt+ArrowRight")
     assert [second, first] == page.locator("#hand .card").all_inner_texts()[:2]
     expect(page.locator("#hand .card").nth(1)).to_be_focused()
-    DOCS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(DOCS / "gin-hand.png"), full_page=True)
+    page.screenshot(path=str(shots / "gin-hand.png"), full_page=True)
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 360, f"the page is {width} px wide on a 360 px screen"
     context.close()
