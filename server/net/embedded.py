@@ -707,6 +707,9 @@ class EmbeddedBroker:
             level = quiet.level
             quiet.setLevel(logging.ERROR)
             try:
+                # The clients' sockets first: amqtt's shutdown stops each session's handler,
+                # which could otherwise wait for a client that has nothing more to say.
+                await broker.close_connections()
                 await broker.shutdown()
                 await broker.close_connections()
             finally:

@@ -20,7 +20,7 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -201,7 +201,7 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
                 guests,
                 web,
             )
-            stack.push_async_callback(broker.stop)
+            stack.push_async_callback(_bounded, "the embedded broker", broker.stop)
             addresses: tuple[BrokerAddress, ...] = (parse_broker_url(broker.url),)
             if web is not None:
                 shown = "127.0.0.1" if web[0] in ("", "0.0.0.0", "::") else web[0]
@@ -227,7 +227,7 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             mqtt5=not embedded if config.mqtt5 is None else config.mqtt5,
         )
         await transport.connect(addresses)
-        stack.push_async_callback(transport.close)
+        stack.push_async_callback(_bounded, "the broker connection", transport.close)
         gateway = Gateway(transport, clock=clock, limits=config.limits)
         service = TableService(
             store,
@@ -245,8 +245,8 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             metrics.attach(gateway, service, store)
             metrics_port = await stack.enter_async_context(serve_metrics(metrics, *listen))
         await gateway.start()
-        stack.push_async_callback(service.stop)
-        stack.push_async_callback(gateway.stop)
+        stack.push_async_callback(_bounded, "the tables", service.stop)
+        stack.push_async_callback(_bounded, "the gateway", gateway.stop)
         resumed = list(service.actors)
         address = transport.address or addresses[0]
         if config.house_bots:
@@ -254,7 +254,7 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
 
             house = HouseBots(address.url)
             await house.start()
-            stack.push_async_callback(house.stop)
+            stack.push_async_callback(_bounded, "the house bots", house.stop)
         yield Running(
             address,
             service,
@@ -338,6 +338,21 @@ async def _embedded(
             file=sys.stderr,
         )
     return broker
+
+
+STOP_SECONDS = 10.0
+"""How long each part of the server gets to stop before the rest goes on without it."""
+
+
+async def _bounded(part: str, stop: Callable[[], Awaitable[None]]) -> None:
+    """``await stop()``, given up (with a warning) after ``STOP_SECONDS``: a part that hangs
+    (a peer that never answers, a library waiting for a socket) must not keep the process from
+    stopping. The store is closed unbounded: it writes what was acknowledged."""
+    try:
+        async with asyncio.timeout(STOP_SECONDS):
+            await stop()
+    except TimeoutError:
+        _log.warning("stopping %s took over %g s; going on without it", part, STOP_SECONDS)
 
 
 def _offline_status() -> ServerStatus:
