@@ -71,6 +71,7 @@ __all__ = [
     "PolicyStats",
     "SprtResult",
     "elo_from_score",
+    "hand_winners",
     "mean_interval",
     "play_deal",
     "play_game",
@@ -192,7 +193,9 @@ def _order_key(base: tuple[int, ...]) -> Any:
     return key
 
 
-def _hand_winners(ended: HandEnded, rules: Rules) -> tuple[int, ...]:
+def hand_winners(ended: HandEnded, rules: Rules) -> tuple[int, ...]:
+    """The seats that did best in the hand ``ended`` (its winner, or every seat tied at the
+    top): a one-hand game is won by them, shared."""
     if ended.winner >= 0:
         return (ended.winner,)
     points = [Fraction(point) for point in ended.points]
@@ -268,7 +271,7 @@ def play_game(
             break
     assert last is not None
     if one_hand:
-        winners = _hand_winners(last, rules)
+        winners = hand_winners(last, rules)
         points = tuple(float(Fraction(point)) for point in last.points)
     else:
         winners = state.winners

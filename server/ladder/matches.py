@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from bots.duel import hand_winners
 from bots.policies.base import find_policy
 from server.engine import (
     Event,
@@ -111,14 +112,6 @@ class MatchOutcome:
     seconds: float
 
 
-def _hand_winners(ended: HandEnded, rules: Rules) -> tuple[int, ...]:
-    if ended.winner >= 0:
-        return (ended.winner,)
-    points = [Fraction(point) for point in ended.points]
-    best = min(points) if rules.scoring == "penalty" else max(points)
-    return tuple(seat for seat, point in enumerate(points) if point == best)
-
-
 def play_game(
     rules: Rules,
     specs: Sequence[str],
@@ -168,7 +161,7 @@ def play_game(
                 ended = event
                 break
     assert ended is not None, "a hand always ends"
-    winners = _hand_winners(ended, rules)
+    winners = hand_winners(ended, rules)
     share = Fraction(1, len(winners)) if winners else Fraction(0)
     return GameRecord(
         order=order,

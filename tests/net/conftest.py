@@ -326,14 +326,19 @@ async def serving(
     clock: Clock | None = None,
     limits: Limits | None = None,
     grace_seconds: float = 30.0,
+    waiting_ttl: float = 1800.0,
+    finished_ttl: float = 300.0,
 ) -> AsyncIterator[Running]:
-    """``ramino serve`` in this process on ``broker``, with a SQLite store in ``folder``."""
+    """``ramino serve`` in this process on ``broker``, with a SQLite store in ``folder`` (and
+    by default a rate limit out of the way)."""
     config = ServeConfig(
         broker=broker.url,
         store=f"sqlite:///{folder / 'events.db'}",
         server_user=broker.server_user,
         server_password=broker.server_password,
         grace_seconds=grace_seconds,
+        waiting_ttl=waiting_ttl,
+        finished_ttl=finished_ttl,
         limits=limits or Limits(rate=10_000, burst=10_000),
         mqtt5=broker.kind == "mosquitto",  # the embedded broker speaks MQTT 3.1.1 only
     )

@@ -28,9 +28,9 @@ from protocol.messages import CreateTable, ServerStatus, Sit
 from protocol.transport import Message, Transport, parse_broker_url
 from server.engine import to_move
 from server.net.gateway import Limits
-from server.net.serve import Running, ServeConfig, running
+from server.net.serve import Running, ServeConfig
 from server.tables.timers import Clock, ManualClock
-from tests.net.conftest import BrokerUnderTest, client_for, ensure_users
+from tests.net.conftest import BrokerUnderTest, client_for, ensure_users, serving
 from tests.net.players import Inbox, play_seat, start_table
 
 WAIT = 10.0
@@ -41,33 +41,24 @@ FLOOD = 30
 """Create requests the attacker sends at once."""
 
 
-@contextlib.asynccontextmanager
-async def _serving(
+def _serving(
     broker: BrokerUnderTest,
     folder: Path,
     clock: Clock | None = None,
     max_waiting_tables: int = 10,
     max_open_tables: int = 50,
-) -> AsyncIterator[Running]:
+) -> contextlib.AbstractAsyncContextManager[Running]:
     """``ramino serve`` in this process on ``broker`` with the given quotas, the default table
     lifetimes (30 and 5 minutes) and a rate limit out of the way."""
-    config = ServeConfig(
-        broker=broker.url,
-        store=f"sqlite:///{folder / 'events.db'}",
-        server_user=broker.server_user,
-        server_password=broker.server_password,
-        waiting_ttl=WAITING_TTL,
-        finished_ttl=FINISHED_TTL,
-        limits=Limits(
-            rate=10_000,
-            burst=10_000,
-            max_waiting_tables=max_waiting_tables,
-            max_open_tables=max_open_tables,
-        ),
-        mqtt5=broker.kind == "mosquitto",
+    limits = Limits(
+        rate=10_000,
+        burst=10_000,
+        max_waiting_tables=max_waiting_tables,
+        max_open_tables=max_open_tables,
     )
-    async with running(config, clock=clock) as server:
-        yield server
+    return serving(
+        broker, folder, clock, limits, waiting_ttl=WAITING_TTL, finished_ttl=FINISHED_TTL
+    )
 
 
 @contextlib.asynccontextmanager
