@@ -116,6 +116,9 @@ SERVER_USER = "ramino-server"
 
 _log = logging.getLogger(__name__)
 
+SHUTDOWN_SECONDS = 3.0
+"""How long amqtt's own shutdown may take before the remaining client sockets are closed."""
+
 _QUIET_LOGGERS = ("amqtt", "transitions", "websockets")
 _NOT_A_CLIENT = "#"
 """A user that no client can be (``#`` is not a valid name): it may read only public topics."""
@@ -707,10 +710,11 @@ class EmbeddedBroker:
             level = quiet.level
             quiet.setLevel(logging.ERROR)
             try:
-                # The clients' sockets first: amqtt's shutdown stops each session's handler,
-                # which could otherwise wait for a client that has nothing more to say.
-                await broker.close_connections()
-                await broker.shutdown()
+                # amqtt's shutdown stops each session's handler, and one can wait for a client
+                # that has nothing more to say: it gets a few seconds, then the sockets close.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(SHUTDOWN_SECONDS):
+                        await broker.shutdown()
                 await broker.close_connections()
             finally:
                 quiet.setLevel(level)
