@@ -62,6 +62,7 @@ from protocol.messages import Hello, ListVariants, Request
 from server.engine import Rules, make_rules
 from server.net.accounts import Accounts, random_password
 from server.net.embedded import SERVER_USER
+from tests.net.conftest import connect_packet, mqtt_text, remaining_length
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -80,37 +81,16 @@ BATCH = 200
 # --- MQTT packets, by hand ------------------------------------------------------------------------
 
 
-def _length(remaining: int) -> bytes:
-    out = bytearray()
-    while True:
-        digit, remaining = remaining % 128, remaining // 128
-        out.append(digit | (0x80 if remaining else 0))
-        if not remaining:
-            return bytes(out)
-
-
-def _text(value: str) -> bytes:
-    data = value.encode()
-    return struct.pack("!H", len(data)) + data
-
-
-def connect_packet(username: str, password: str, client_id: str) -> bytes:
-    """MQTT 3.1.1 CONNECT, clean session, keep-alive 60 s, no will."""
-    body = _text("MQTT") + bytes((4, 0xC2)) + struct.pack("!H", 60)
-    body += _text(client_id) + _text(username) + _text(password)
-    return b"\x10" + _length(len(body)) + body
-
-
 def publish_packet(topic: str, payload: bytes) -> bytes:
     """A QoS 0 PUBLISH."""
-    body = _text(topic) + payload
-    return b"\x30" + _length(len(body)) + body
+    body = mqtt_text(topic) + payload
+    return b"\x30" + remaining_length(len(body)) + body
 
 
 def subscribe_packet(packet_id: int, topic_filter: str) -> bytes:
     """A SUBSCRIBE of one filter at QoS 0."""
-    body = struct.pack("!H", packet_id) + _text(topic_filter) + b"\x00"
-    return b"\x82" + _length(len(body)) + body
+    body = struct.pack("!H", packet_id) + mqtt_text(topic_filter) + b"\x00"
+    return b"\x82" + remaining_length(len(body)) + body
 
 
 # --- the flooder (a process of its own) ----------------------------------------------------------
@@ -186,7 +166,9 @@ def flood_child(argv: Sequence[str]) -> None:
             continue
         with connection:
             try:
-                connection.sendall(connect_packet(ATTACKER, password, f"{ATTACKER}-{connections}"))
+                connection.sendall(
+                    connect_packet(ATTACKER, password, client_id=f"{ATTACKER}-{connections}")
+                )
                 connack = connection.recv(4)
             except OSError:
                 continue

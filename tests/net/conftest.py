@@ -112,30 +112,34 @@ class GuestBroker(BrokerUnderTest):
         self.users[name] = password
 
 
+def mqtt_text(value: str) -> bytes:
+    """An MQTT string: two bytes of length, then UTF-8."""
+    data = value.encode()
+    return struct.pack("!H", len(data)) + data
+
+
+def remaining_length(length: int) -> bytes:
+    """An MQTT fixed header's remaining length (7 bits a byte, the high bit: more follows)."""
+    encoded = bytearray()
+    while True:
+        digit, length = length % 128, length // 128
+        encoded.append(digit | (0x80 if length else 0))
+        if not length:
+            return bytes(encoded)
+
+
 def connect_packet(
     username: str, password: str, *, will: tuple[str, bytes] | None = None, client_id: str = ""
 ) -> bytes:
     """An MQTT 3.1.1 CONNECT packet (clean session, keep-alive 60 s), optionally with a will."""
-
-    def text(value: str) -> bytes:
-        data = value.encode()
-        return struct.pack("!H", len(data)) + data
-
     flags = 0x80 | 0x40 | 0x02
-    payload = text(client_id)
+    payload = mqtt_text(client_id)
     if will is not None:
         flags |= 0x04
-        payload += text(will[0]) + struct.pack("!H", len(will[1])) + will[1]
-    payload += text(username) + text(password)
-    body = text("MQTT") + bytes((4, flags)) + struct.pack("!H", 60) + payload
-    length = bytearray()
-    remaining = len(body)
-    while True:
-        digit, remaining = remaining % 128, remaining // 128
-        length.append(digit | (0x80 if remaining else 0))
-        if not remaining:
-            break
-    return bytes((0x10,)) + bytes(length) + body
+        payload += mqtt_text(will[0]) + struct.pack("!H", len(will[1])) + will[1]
+    payload += mqtt_text(username) + mqtt_text(password)
+    body = mqtt_text("MQTT") + bytes((4, flags)) + struct.pack("!H", 60) + payload
+    return bytes((0x10,)) + remaining_length(len(body)) + body
 
 
 async def connack_code(

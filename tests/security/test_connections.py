@@ -44,6 +44,8 @@ from tests.net.conftest import (
     client_for,
     connect_packet,
     mosquitto_config,
+    mqtt_text,
+    remaining_length,
     serving,
 )
 from tests.net.players import start_table
@@ -60,28 +62,14 @@ WAIT = 10.0
 # Raw MQTT 3.1.1 ---------------------------------------------------------------------------------
 
 
-def _remaining_length(length: int) -> bytes:
-    encoded = bytearray()
-    while True:
-        digit, length = length % 128, length // 128
-        encoded.append(digit | (0x80 if length else 0))
-        if not length:
-            return bytes(encoded)
-
-
-def _text(value: str) -> bytes:
-    data = value.encode()
-    return struct.pack("!H", len(data)) + data
-
-
 def subscribe_packet(packet_id: int, filters: list[str]) -> bytes:
-    body = struct.pack("!H", packet_id) + b"".join(_text(f) + b"\x00" for f in filters)
-    return b"\x82" + _remaining_length(len(body)) + body
+    body = struct.pack("!H", packet_id) + b"".join(mqtt_text(f) + b"\x00" for f in filters)
+    return b"\x82" + remaining_length(len(body)) + body
 
 
 def unsubscribe_packet(packet_id: int, filters: list[str]) -> bytes:
-    body = struct.pack("!H", packet_id) + b"".join(_text(f) for f in filters)
-    return b"\xa2" + _remaining_length(len(body)) + body
+    body = struct.pack("!H", packet_id) + b"".join(mqtt_text(f) for f in filters)
+    return b"\xa2" + remaining_length(len(body)) + body
 
 
 async def read_packet(reader: asyncio.StreamReader) -> tuple[int, bytes]:

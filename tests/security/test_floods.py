@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.abuse import connect_packet, flood_batches
+from bench.abuse import flood_batches
 from protocol.client import Client
 from server.net.gateway import Limits
 from server.net.serve import Running
-from tests.net.conftest import BrokerUnderTest, ensure_users, serving
+from tests.net.conftest import BrokerUnderTest, connect_packet, ensure_users, serving
 from tests.net.players import play_seat, start_table
 
 pytestmark = pytest.mark.asyncio
@@ -75,7 +75,8 @@ class Flooder:
             connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             with connection:
                 try:
-                    connection.sendall(connect_packet("mallory", self.password, "mallory-raw"))
+                    packet = connect_packet("mallory", self.password, client_id="mallory-raw")
+                    connection.sendall(packet)
                     if connection.recv(4)[3:4] != b"\x00":
                         continue
                 except (OSError, IndexError):
