@@ -262,7 +262,7 @@ class Player:
         """Called with (table, text, arrival) for each chat line read."""
         self.shards = 1
         """Lobby shards (``Welcome.shards``): our lobby topic is ``crc32(name) mod shards``."""
-        self.server_started = 0.0
+        self.server_link: tuple[float, float] | None = None
         """``started_at`` of the server's retained status: a new one means a restart."""
         self._pending: dict[str, _Pending] = {}
         self._connected = Event()
@@ -414,17 +414,18 @@ class Player:
             self.on_chat(line.table, line.text, received)
 
     def _server_status(self, payload: bytes, received: float) -> None:
-        """A server that restarted may not have sent every update: resync every table."""
+        """A server that restarted or reconnected may not have sent every update: resync."""
         try:
             status = decode_status(payload)
         except MalformedMessage:
             return
         if not status.online:
             return
-        if self.server_started and status.started_at != self.server_started:
+        link = (status.started_at, status.reconnected_at)
+        if self.server_link and link != self.server_link:
             for track in self.tables.values():
                 track.need_resync("server restart", received)
-        self.server_started = status.started_at
+        self.server_link = link
 
     @property
     def lobby(self) -> str:

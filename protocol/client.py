@@ -125,6 +125,8 @@ class Client:
         self.shard = topics.shard_of(username, shards)
         self.request_timeout = request_timeout
         self.attempts = attempts
+        self.closed = False
+        """True once ``close`` was called."""
         offline = encode(Presence(online=False))
         # A guest name is bound to its first password: an empty one would let anyone in.
         password = password or secrets.token_urlsafe(18)
@@ -132,8 +134,9 @@ class Client:
             username, password, will=(topics.presence(username), offline), tap=tap
         )
         self._pending: dict[str, _Pending] = {}
-        self.server_started: float | None = None
-        """When the server we last heard of started (its retained status says)."""
+        self.server_link: tuple[float, float] | None = None
+        """When the server we last heard of started and last reconnected to the broker (its
+        retained status says)."""
         self._sessions: dict[str, TableSession] = {}
         self._reader: asyncio.Task[None] | None = None
         self._watcher: asyncio.Task[None] | None = None
@@ -159,6 +162,7 @@ class Client:
 
     async def close(self) -> None:
         """Disconnect cleanly."""
+        self.closed = True
         for task in (self._reader, self._watcher):
             if task is not None:
                 task.cancel()
@@ -284,17 +288,18 @@ class Client:
                 self.table(inbox.table).receive(inbox)
 
     def _server_status(self, payload: bytes) -> None:
-        """A server that (re)started may have lost updates it had not sent: resync."""
+        """A server that restarted or reconnected may have lost updates: resync."""
         try:
             status = decode_status(payload)
         except MalformedMessage:
             return
         if not status.online:
             return
-        if self.server_started is not None and status.started_at != self.server_started:
+        link = (status.started_at, status.reconnected_at)
+        if self.server_link is not None and link != self.server_link:
             for session in self._sessions.values():
                 session.need_resync()
-        self.server_started = status.started_at
+        self.server_link = link
 
     async def _watch(self) -> None:
         """After each reconnection: say we are online again and resync every table."""
@@ -357,10 +362,19 @@ class TableSession:
             asyncio.get_running_loop().create_task(self._resync_now())
 
     async def _resync_now(self) -> None:
+        # Unanswered resyncs are sent again until one is answered or the client closes: the
+        # server may still be reconnecting (a broker node lost, a server restarting), and a
+        # seat that never catches up would wait for ever for a turn it already has.
         try:
-            await self.resync()
-        except RequestFailed as error:
-            _log.warning("resync of %s failed: %s", self.table, error)
+            while True:
+                try:
+                    await self.resync()
+                    return
+                except RequestFailed as error:
+                    if error.code != "client/timeout" or self.client.closed:
+                        _log.warning("resync of %s failed: %s", self.table, error)
+                        return
+                    _log.warning("resync of %s unanswered, asking again", self.table)
         finally:
             self._resyncing = False
 

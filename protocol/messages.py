@@ -372,3 +372,7 @@ class ServerStatus(msgspec.Struct, frozen=True, tag="status"):
     shards: int
     tables: int
     started_at: float
+    reconnected_at: float = 0.0
+    """When the server last reconnected to the broker (0: never since it started). What it
+    published while away may be lost: a client resyncs when this (or ``started_at``)
+    changes."""

@@ -213,6 +213,8 @@ class Gateway:
         self._announced = False
         """The online status was published (from then on it is republished on changes)."""
         self._started_at = self.clock.now()
+        self._reconnected_at = 0.0
+        self._link_task: asyncio.Task[None] | None = None
         self.handled = 0
         """Requests answered so far."""
         self.refused = 0
@@ -242,10 +244,27 @@ class Gateway:
         self.transport.subscribe(*topics.SERVER_SUBSCRIPTIONS, qos=0)
         self._publish_status()
         self._announced = True
+        self._link_task = asyncio.create_task(self._watch_link(), name="gateway-link")
+
+    async def _watch_link(self) -> None:
+        """After each reconnection to the broker: announce it in the status. What was
+        published while the link was down may be lost (and on an external broker the will
+        has set the status offline): clients resync on a new ``reconnected_at``."""
+        seen = self.transport.connections
+        while True:
+            await self.transport.lost.wait()
+            await self.transport.connected.wait()
+            if self.transport.connections != seen:
+                seen = self.transport.connections
+                self._reconnected_at = self.clock.now()
+                _log.warning("reconnected to the broker", extra={"connections": seen})
+                self._publish_status()
 
     async def stop(self) -> None:
         """Stop reading, let running commands finish, and say the server is offline."""
         self.transport.deliver = _ignore
+        if self._link_task is not None:
+            self._link_task.cancel()
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=5)
         if self._status_task is not None:
@@ -261,6 +280,7 @@ class Gateway:
             shards=self.shards,
             tables=len(self._open),
             started_at=self._started_at,
+            reconnected_at=self._reconnected_at,
         )
 
     def _publish_status(self) -> None:
