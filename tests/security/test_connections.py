@@ -451,9 +451,12 @@ async def test_ramino_serve_takes_the_limits_from_flags_and_environment(tmp_path
         expected = hard if hard != resource.RLIM_INFINITY else 1 << 20
         assert any(f"file limit (RLIMIT_NOFILE): {expected} open files" in x for x in lines)
 
-        first, second, idle = [await Raw.open(port) for _ in range(3)]
+        # Each socket sends its CONNECT as soon as it is open (the connect timeout is short).
+        first = await Raw.open(port)
         assert 0 == await first.connect("mallory", "any", client_id="mallory-1")
+        second = await Raw.open(port)
         assert NOT_AUTHORISED == await second.connect("mallory", "any", client_id="mallory-2")
+        idle = await Raw.open(port)
         assert [0, 0, REFUSED] == await first.subscribe(
             [topics.inbox("mallory"), topics.server_status(), topics.table_events("t")]
         )

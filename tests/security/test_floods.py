@@ -71,10 +71,11 @@ class Flooder:
                 connection = socket.create_connection((self.host, self.port), timeout=1.0)
             except OSError:
                 continue
-            # Closed with a reset: what the broker has not read yet is thrown away.
-            connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             with connection:
                 try:
+                    # Closed with a reset: what the broker has not read yet is thrown away.
+                    linger = struct.pack("ii", 1, 0)
+                    connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
                     packet = connect_packet("mallory", self.password, client_id="mallory-raw")
                     connection.sendall(packet)
                     if connection.recv(4)[3:4] != b"\x00":
