@@ -142,6 +142,8 @@ def _command_simulate(args: argparse.Namespace) -> int:
 def _command_watch(args: argparse.Namespace) -> int:
     from bots.policies import GreedyPolicy
 
+    if args.preset:
+        args.variant = args.preset
     players = args.players
     if players is None:
         preset = find_variant(args.variant)
@@ -310,7 +312,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "watch", help="watch bots play one game in this process, move by move (no network)"
     )
-    demo.add_argument("--variant", default="basic")
+    demo.add_argument(
+        "preset", nargs="?", default=None, help="the variant (`ramino variants` lists them)"
+    )
+    demo.add_argument("--variant", default="basic", help="the same, as an option (default basic)")
     demo.add_argument(
         "--players", type=int, default=None, help="default: 3, or what the variant allows"
     )

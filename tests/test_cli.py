@@ -129,6 +129,14 @@ def test_watch_prints_a_whole_game_move_by_move(capsys: pytest.CaptureFixture[st
     assert lines[-1].strip().startswith("game over:")
 
 
+def test_watch_takes_the_variant_as_its_argument(capsys: pytest.CaptureFixture[str]) -> None:
+    """``ramino watch knock`` plays Knock Rummy: a knock ends each hand (basic has none)."""
+    status, out, _ = _run(capsys, "watch", "knock", "--players", "2", "--seed", "1")
+    assert 0 == status
+    assert " knocks " in out
+    assert "deals (52 cards)" in out
+
+
 def test_serve_reads_the_server_password_from_a_file_or_the_environment(
     tmp_path: Path,
 ) -> None:
