@@ -27,6 +27,16 @@ discards chose worse than ``heuristic``'s own judgement, and so did weighing a k
 playing on once the heuristic's knock rule was tuned (see docs/bots.md): the rollouts
 undervalue what the heuristic's potential term sees, and so playing on.
 
+Version 2 (``version2``, spec ``mc:MS:v2``, the ladder's ``mc@2``) plays for the hand, as a
+game of ``ramino duel`` without a target and every ladder game is one hand: a world's value is
+this seat's share of the hand's win (``hand_share``: 1 to the winner, a tie split) plus
+``points_weight`` per point of margin (a tie-break), and every knock worth considering is
+weighed against the heuristic's best discard (``play_on``), so it knocks where the heuristic
+waits for gin and plays on where the sampled defenders would undercut. Its budget counts
+process time (``time.process_time``), so a loaded machine does not shorten the search. Its
+points per hand are lower than the heuristic's (it gives up gins for surer wins): it is the
+stronger player of single hands, not of games to 100.
+
 Variants: Gin Rummy and Knock Rummy (one deck, no table melds), where a hand plays out in a
 millisecond. Other presets have long hands with table melds; ``mc`` does not play them.
 """
