@@ -34,8 +34,8 @@ this seat's share of the hand's win (``hand_share``: 1 to the winner, a tie spli
 weighed against the heuristic's best discard (``play_on``), so it knocks where the heuristic
 waits for gin and plays on where the sampled defenders would undercut. Its budget counts
 process time (``time.process_time``), so a loaded machine does not shorten the search. Its
-points per hand are lower than the heuristic's (it gives up gins for surer wins): it is the
-stronger player of single hands, not of games to 100.
+points per hand are lower than the heuristic's (it gives up gins for surer wins): it is built
+for single hands, not for games to 100.
 
 Variants: Gin Rummy and Knock Rummy (one deck, no table melds), where a hand plays out in a
 millisecond. Other presets have long hands with table melds; ``mc`` does not play them.
