@@ -82,7 +82,8 @@ POLICY_NAMES: tuple[str, ...] = ("random", "greedy", "simple", "heuristic", "mc"
 
 def find_policy(name: str) -> Policy:
     """A new instance of the policy called ``name``; ``mc:MS`` is ``mc`` with a budget of MS
-    milliseconds per decision.
+    milliseconds per decision, and ``mc:MS:v2`` its version 2 (``mc.version2``: it plays to
+    win the hand).
 
     Raises:
         KeyError: no such policy.
@@ -97,10 +98,17 @@ def find_policy(name: str) -> Policy:
         return factory()
     if base != "mc":
         raise KeyError(f"policy {base!r} takes no argument, got {name!r}")
-    from bots.policies.mc import MonteCarloPolicy
+    from bots.policies.mc import MonteCarloPolicy, version2
 
+    budget_text, _, version = argument.partition(":")
+    if version not in ("", "v1", "v2"):
+        raise KeyError(f"mc versions are v1 and v2 (mc:200:v2), got {name!r}")
     try:
-        budget = float(argument)
+        budget = float(budget_text)
     except ValueError:
         raise KeyError(f"mc takes a budget in milliseconds (mc:200), got {name!r}") from None
+    if not budget > 0:
+        raise KeyError(f"mc takes a positive budget in milliseconds (mc:200), got {name!r}")
+    if version == "v2":
+        return version2(budget)
     return MonteCarloPolicy(budget_ms=budget)

@@ -27,6 +27,16 @@ discards chose worse than ``heuristic``'s own judgement, and so did weighing a k
 playing on once the heuristic's knock rule was tuned (see docs/bots.md): the rollouts
 undervalue what the heuristic's potential term sees, and so playing on.
 
+Version 2 (``version2``, spec ``mc:MS:v2``, the ladder's ``mc@2``) plays for the hand, as a
+game of ``ramino duel`` without a target and every ladder game is one hand: a world's value is
+this seat's share of the hand's win (``hand_share``: 1 to the winner, a tie split) plus
+``points_weight`` per point of margin (a tie-break), and every knock worth considering is
+weighed against the heuristic's best discard (``play_on``), so it knocks where the heuristic
+waits for gin and plays on where the sampled defenders would undercut. Its budget counts
+process time (``time.process_time``), so a loaded machine does not shorten the search. Its
+points per hand are lower than the heuristic's (it gives up gins for surer wins): it is built
+for single hands, not for games to 100.
+
 Variants: Gin Rummy and Knock Rummy (one deck, no table melds), where a hand plays out in a
 millisecond. Other presets have long hands with table melds; ``mc`` does not play them.
 """
@@ -66,7 +76,7 @@ from server.engine import (
 )
 from server.engine.solver import deadwood, discard_deadwoods
 
-__all__ = ["MonteCarloPolicy", "rollout"]
+__all__ = ["MonteCarloPolicy", "hand_share", "rollout", "version2"]
 
 _MAX_ROLLOUT_STEPS = 400
 """A rollout still running after this many moves is scored as it stands (no one out)."""
@@ -104,6 +114,9 @@ class MonteCarloPolicy:
         game_weight: float = 40.0,
         search: frozenset[str] = frozenset({"knock", "wall"}),
         knock_candidates: int = 3,
+        objective: str = "points",
+        points_weight: float = 0.002,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.heuristic = HeuristicPolicy()
         self.budget = budget_ms / 1000
@@ -116,6 +129,11 @@ class MonteCarloPolicy:
         self.game_weight = game_weight
         self.search = search
         self.knock_candidates = knock_candidates
+        if objective not in ("points", "hand"):
+            raise ValueError(f"unknown objective {objective!r}; known: points, hand")
+        self.objective = objective
+        self.points_weight = points_weight
+        self.clock = clock
         self._danger: Callable[[Card], float] | None = None
 
     def observe(self, seat: int, event: Event) -> None:
@@ -127,7 +145,7 @@ class MonteCarloPolicy:
     ) -> Command:
         """The candidate with the best mean rollout outcome (the heuristic's move when the
         choice is clear or the variant is not searched)."""
-        started = time.perf_counter()
+        started = self.clock()
         tracker = self.heuristic.tracker
         memory = tracker.sync(seen)
         if len(actions) == 1 or not rules.knocking:
@@ -235,7 +253,7 @@ class MonteCarloPolicy:
             return value
 
         self._danger = danger
-        clock = time.perf_counter
+        clock = self.clock
         last = 0.0
         for sample in range(self.samples):
             begun = clock()
@@ -293,13 +311,15 @@ class MonteCarloPolicy:
                 return self._value(world, event, seat)
         ended = rollout(state, random.Random(seed), seat, self._danger)
         if ended is None:
-            return 0.0
+            return 0.0 if self.objective == "points" else 1 / sum(world.active)
         return self._value(world, ended, seat)
 
     def _value(self, world: State, ended: HandEnded, seat: int) -> float:
         points = [float(Fraction(point)) for point in ended.points]
         others = [point for index, point in enumerate(points) if index != seat]
         value = points[seat] - (sum(others) / len(others) if others else 0.0)
+        if self.objective == "hand":
+            return hand_share(ended, world.rules, seat) + self.points_weight * value
         target = world.rules.target
         if target is not None and self.game_weight:
             totals = [float(Fraction(total)) for total in ended.totals]
@@ -308,6 +328,17 @@ class MonteCarloPolicy:
             elif max(totals) >= target:
                 value -= self.game_weight
         return value
+
+
+def hand_share(ended: HandEnded, rules: Rules, seat: int) -> float:
+    """``seat``'s share of the win of the hand ``ended``: 1 for its winner, else split among
+    the seats with the best count (as a one-hand game of ``ramino duel`` and the ladder)."""
+    if ended.winner >= 0:
+        return 1.0 if ended.winner == seat else 0.0
+    points = [Fraction(point) for point in ended.points]
+    best = min(points) if rules.scoring == "penalty" else max(points)
+    tied = [index for index, point in enumerate(points) if point == best]
+    return 1 / len(tied) if seat in tied else 0.0
 
 
 def _would_not_have_knocked(knowledge: Knowledge) -> Callable[[State], bool] | None:
@@ -417,3 +448,13 @@ def rollout(
             if isinstance(event, GameEnded):  # pragma: no cover - follows a HandEnded
                 return None
     return None
+
+
+def version2(budget_ms: float = 200.0) -> MonteCarloPolicy:
+    """``mc`` version 2 (``mc:MS:v2``, the ladder's ``mc@2``): plays to win the hand."""
+    return MonteCarloPolicy(
+        budget_ms=budget_ms,
+        search=frozenset({"knock", "play_on", "wall"}),
+        objective="hand",
+        clock=time.process_time,
+    )

@@ -36,8 +36,11 @@ BUILTINS: dict[str, str] = {
     "simple@1": "simple",
     "heuristic@1": "heuristic",
     "mc@1": "mc:200",
+    "mc@2": "mc:200:v2",
 }
-"""Built-in entrant -> the policy spec it plays (``mc@1``: 200 ms per searched decision)."""
+"""Built-in entrant -> the policy spec it plays (``mc@1``: 200 ms per searched decision;
+``mc@2``: version 2, which plays to win the hand, 200 ms of process time per searched
+decision)."""
 
 DEFAULT_ENTRANTS: tuple[str, ...] = ("random@1", "greedy@1", "simple@1", "heuristic@1", "mc@1")
 """What ``ramino ladder run`` enters on a ladder that has no entrant yet."""

@@ -1,0 +1,105 @@
+"""``mc`` version 2: the hand-win objective, its spec and its knock search."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from bots.policies import find_policy
+from bots.policies.heuristic import HeuristicPolicy
+from bots.policies.mc import MonteCarloPolicy, hand_share, version2
+from protocol.game import HandEnded
+from server.engine import Command, Discard, Knock, legal_actions, make_rules, parse_card, view
+from tests.bots.test_strategies import _knock_position
+
+GIN = make_rules("gin", {}, 2)
+RAMINO = make_rules("ramino", {}, 3)
+
+
+def _ended(winner: int, points: tuple[str, ...]) -> HandEnded:
+    players = len(points)
+    return HandEnded(
+        hand=1,
+        winner=winner,
+        reason="knock",
+        rummy=False,
+        hands=((),) * players,
+        counts=(0,) * players,
+        points=points,
+        totals=points,
+    )
+
+
+def test_hand_share_is_the_win_of_a_one_hand_game() -> None:
+    """The winner takes 1; with no winner the best count shares it: two seats level at the top
+    get one half each, the third nothing; under penalty scoring (Ramino) the fewest points are
+    best, so 0 and 0 against 12 share."""
+    assert 1.0 == hand_share(_ended(1, ("0", "18")), GIN, 1)
+    assert 0.0 == hand_share(_ended(1, ("0", "18")), GIN, 0)
+    assert 0.5 == hand_share(_ended(-1, ("0", "0")), GIN, 0)
+    assert 0.5 == hand_share(_ended(-1, ("0", "0", "12")), RAMINO, 1)
+    assert 0.0 == hand_share(_ended(-1, ("0", "0", "12")), RAMINO, 2)
+
+
+def test_mc_v2_is_found_by_its_spec() -> None:
+    """``mc:50:v2`` is version 2 with a 50 ms budget: the hand objective, knocking weighed
+    against playing on, the budget in process time; ``mc:50`` and ``mc:50:v1`` stay version 1;
+    an unknown version or a budget that is not positive is a ``KeyError``."""
+    policy = find_policy("mc:50:v2")
+    assert isinstance(policy, MonteCarloPolicy)
+    assert 0.05 == policy.budget
+    assert "hand" == policy.objective
+    assert {"knock", "play_on", "wall"} == policy.search
+    for spec in ("mc:50", "mc:50:v1"):
+        old = find_policy(spec)
+        assert isinstance(old, MonteCarloPolicy)
+        assert "points" == old.objective
+        assert {"knock", "wall"} == old.search
+    with pytest.raises(KeyError, match="versions"):
+        find_policy("mc:50:v3")
+    with pytest.raises(KeyError, match="positive"):
+        find_policy("mc:0:v2")
+
+
+def test_an_unknown_objective_is_refused() -> None:
+    """Only ``points`` and ``hand`` are objectives."""
+    with pytest.raises(ValueError, match="objective"):
+        MonteCarloPolicy(objective="gin")
+
+
+def _searching(**settings: object) -> MonteCarloPolicy:
+    """Version 2 stopped by its sample count, not by the clock (so the test does not depend
+    on the machine's speed)."""
+    policy = version2(budget_ms=600_000)
+    policy.samples = 48
+    policy.min_samples = 48
+    for key, value in settings.items():
+        setattr(policy, key, value)
+    return policy
+
+
+def _choice(policy: HeuristicPolicy | MonteCarloPolicy) -> Command:
+    """Seat 1's choice in ``_knock_position`` (28 cards left in the stock)."""
+    state = _knock_position("KS", policy)
+    return policy.choose(GIN, view(state, 1), legal_actions(state, 1), random.Random(0))
+
+
+def test_mc_v2_knocks_where_the_heuristic_waits_for_gin() -> None:
+    """Early (28 cards left), 9 deadwood after throwing KH and five live gin cards: the
+    heuristic plays on for the gin bonus (``test_heuristic_waits_for_gin_instead_of_knocking``).
+    To win the hand, knocking now is better: it loses only to an undercut, which needs the
+    defender at 9 or less after lay-offs this early, while playing on keeps that risk for the
+    knock a turn later and adds the opponent's chance to knock or go gin first. Version 2
+    knocks, and with KH (the knock that leaves 9; any other leaves more)."""
+    assert isinstance(_choice(HeuristicPolicy()), Discard)
+    assert Knock(card=parse_card("KH")) == _choice(_searching())
+
+
+def test_mc_v2_chooses_a_legal_command_with_a_tiny_budget() -> None:
+    """With 1 ms the search stops at once and still returns one of the legal commands."""
+    policy = version2(budget_ms=1)
+    state = _knock_position("KS", policy)
+    seen = view(state, 1)
+    actions = legal_actions(state, 1)
+    assert policy.choose(GIN, seen, actions, random.Random(0)) in actions
