@@ -778,3 +778,24 @@ def test_systemd_worker_template() -> None:
     assert ["/etc/ramino/ramino.env", "-/etc/ramino/worker-%i.env"] == files
     assert "RAMINO_METRICS" in env_file_names(DEPLOY / "systemd" / "worker.env.example")
     assert "multi-user.target" == worker["Install"]["WantedBy"]
+
+
+# Mosquitto ---------------------------------------------------------------------------------------
+
+
+def test_mosquitto_websockets_listener_is_the_one_the_docs_name() -> None:
+    """deploy/mosquitto/mosquitto.conf has one ``protocol websockets`` listener besides the TCP
+    one; the port the docs give ``--web-broker`` is its port. (Its logins and ACL are checked on
+    a running Mosquitto: tests/net/test_mosquitto_websockets.py.)"""
+    listeners: list[tuple[str, str]] = []
+    for line in (DEPLOY / "mosquitto" / "mosquitto.conf").read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["listener"]:
+            listeners.append((words[1], "mqtt"))
+        elif words[:1] == ["protocol"]:
+            listeners[-1] = (listeners[-1][0], words[1])
+    assert [("1883", "mqtt"), ("8083", "websockets")] == listeners
+    for doc in (DEPLOY / "mosquitto" / "README.md", ROOT / "docs" / "web.md"):
+        ports = re.findall(r"--web-broker ws://[^:/\s]+:(\d+)/mqtt", doc.read_text())
+        assert ports, doc
+        assert {"8083"} == set(ports), doc
