@@ -237,22 +237,44 @@ def write_private(path: str | os.PathLike[str], text: str) -> None:
 
 
 def local_mosquitto_config(
-    template: Path, port: int, host: str, password_file: Path, acl_file: Path
+    template: Path,
+    port: int,
+    host: str,
+    password_file: Path,
+    acl_file: Path,
+    websockets_port: int | None = None,
 ) -> str:
     """The Mosquitto config ``template`` (deploy/mosquitto/mosquitto.conf) for a broker of our
     own: the listener on ``host:port``, absolute paths for the password and ACL files, and the
-    current user instead of the ``mosquitto`` user, which could not read our 0600 files."""
-    lines = []
+    current user instead of the ``mosquitto`` user, which could not read our 0600 files.
+
+    A listener whose block (its line and the lines after it up to a blank line) holds
+    ``protocol websockets`` listens on ``host:websockets_port``, or is left out, block and all,
+    when ``websockets_port`` is ``None``.
+    """
+    blocks: list[list[str]] = [[]]
     for line in template.read_text().splitlines():
-        key = line.split(" ", 1)[0]
-        if key == "listener":
-            line = f"listener {port} {host}"
-        elif key == "password_file":
-            line = f"password_file {password_file}"
-        elif key == "acl_file":
-            line = f"acl_file {acl_file}"
-        elif key == "user":
+        if not line.strip():
+            blocks.append([])
+        blocks[-1].append(line)
+    lines = []
+    for block in blocks:
+        keys = [line.split(" ", 1)[0] for line in block]
+        websockets = "listener" in keys and "protocol websockets" in (
+            line.strip() for line in block
+        )
+        if websockets and websockets_port is None:
+            lines += [line for line in block if not line.strip()]
             continue
-        lines.append(line)
+        for key, line in zip(keys, block):
+            if key == "listener":
+                line = f"listener {websockets_port if websockets else port} {host}"
+            elif key == "password_file":
+                line = f"password_file {password_file}"
+            elif key == "acl_file":
+                line = f"acl_file {acl_file}"
+            elif key == "user":
+                continue
+            lines.append(line)
     lines.append(f"user {getpass.getuser()}")
     return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from server.net.logs import configure_logging
 from server.net.metrics import MetricsAddressError
 from server.net.nats import NatsPasswords, sidecar_path
 from server.net.serve import ServeConfig, serve
+from server.net.web import WebAddressError, parse_web_broker
 
 __all__ = ["SecretError", "add_commands", "read_secret", "serve_config"]
 
@@ -67,7 +68,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve_parser.add_argument(
         "--web",
         metavar="HOST:PORT",
-        help="serve the web page and MQTT over WebSockets (path /mqtt) there (docs/web.md)",
+        help="serve the web page there, and with the embedded broker MQTT over WebSockets (path "
+        "/mqtt) too (docs/web.md)",
+    )
+    serve_parser.add_argument(
+        "--web-broker",
+        metavar="URL",
+        help="the broker's WebSocket URL the page connects to, ws://HOST:PORT/mqtt (needed by "
+        "--web with an external broker, e.g. Mosquitto's websockets listener)",
     )
     serve_parser.add_argument(
         "--house-bots",
@@ -208,6 +216,7 @@ def serve_config(args: argparse.Namespace, env: Mapping[str, str] | None = None)
         accounts=args.accounts,
         guests=args.guests,
         web=args.web,
+        web_broker=args.web_broker,
         house_bots=args.house_bots,
         grace_seconds=args.grace_seconds,
         claim_seconds=args.claim_seconds,
@@ -238,8 +247,18 @@ def _command_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     configure_logging(args.log_format, args.log_level)
-    if config.web and config.broker != "embedded":
-        print("ramino: --web needs the embedded broker (docs/web.md)", file=sys.stderr)
+    if config.web and config.broker != "embedded" and not config.web_broker:
+        print(
+            "ramino: --web with an external broker needs --web-broker ws://HOST:PORT/mqtt, its "
+            "WebSocket listener (docs/web.md)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        if config.web_broker:
+            parse_web_broker(config.web_broker)
+    except WebAddressError as error:
+        print(f"ramino: {error}", file=sys.stderr)
         return 2
     if config.house_bots and config.accounts:
         print("ramino: --house-bots needs guest mode (no --accounts)", file=sys.stderr)
@@ -258,7 +277,7 @@ def _command_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    except MetricsAddressError as error:
+    except (MetricsAddressError, WebAddressError) as error:
         print(f"ramino: {error}", file=sys.stderr)
         return 2
     return 0

@@ -35,7 +35,7 @@ from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
 from server.net.guests import Guests
 from server.net.metrics import Metrics, parse_listen, serve_metrics
-from server.net.web import parse_web, static_site
+from server.net.web import page_url, parse_web, serve_page, static_site
 from server.tables.service import TableService
 from server.tables.store import EventStore, open_store, store_options
 from server.tables.timers import Clock, SystemClock
@@ -97,7 +97,12 @@ class ServeConfig:
     broker_limits: BrokerLimits = field(default_factory=BrokerLimits)
     """Connection and subscription limits of the embedded broker."""
     web: str = ""
-    """``HOST:PORT`` of the web page and of MQTT over WebSockets (embedded broker); "": none."""
+    """``HOST:PORT`` of the web page (with the embedded broker, also of MQTT over WebSockets);
+    "": none."""
+    web_broker: str = ""
+    """The broker's WebSocket URL the page connects to (``ws://HOST:PORT/mqtt``); "": ``/mqtt``
+    on the page's own address (the embedded broker's listener). Needed for ``web`` with an
+    external broker."""
     house_bots: bool = False
     """Seat bots at the public tables waiting for players (``bots.house``)."""
     mqtt5: bool | None = None
@@ -121,6 +126,7 @@ class ServeConfig:
             ("accounts", str),
             ("guests", str),
             ("web", str),
+            ("web_broker", str),
             ("grace_seconds", float),
             ("claim_seconds", float),
             ("waiting_ttl", float),
@@ -200,16 +206,24 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
                 config.broker_limits,
                 guests,
                 web,
+                config.web_broker,
             )
             stack.push_async_callback(_bounded, "the embedded broker", broker.stop)
             addresses: tuple[BrokerAddress, ...] = (parse_broker_url(broker.url),)
             if web is not None:
-                shown = "127.0.0.1" if web[0] in ("", "0.0.0.0", "::") else web[0]
-                web_url = f"http://{shown}:{broker.web_port}/"
+                web_url = page_url(web[0], broker.web_port)
         else:
-            if config.web:
-                raise ValueError("--web needs the embedded broker (see docs/web.md)")
             addresses = parse_broker_urls(config.broker)
+            if config.web:
+                if not config.web_broker:
+                    raise ValueError(
+                        "--web with an external broker needs --web-broker (docs/web.md)"
+                    )
+                host, port = parse_web(config.web)
+                site = static_site(broker_url=config.web_broker)
+                web_url = page_url(
+                    host, await stack.enter_async_context(serve_page(host, port, site))
+                )
         store = await open_store(config.store)
         stack.push_async_callback(store.close)
         # On an external broker the will says "offline" when this process dies without a word.
@@ -299,9 +313,10 @@ async def _embedded(
     limits: BrokerLimits,
     guests: Guests | None,
     web: tuple[str, int] | None = None,
+    web_broker: str = "",
 ) -> EmbeddedBroker:
     """The embedded broker on ``port``, or on a free port if that one is taken."""
-    http = static_site() if web is not None else None
+    http = static_site(broker_url=web_broker) if web is not None else None
     broker = EmbeddedBroker(
         port=port,
         accounts=accounts,

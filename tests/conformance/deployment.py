@@ -106,8 +106,9 @@ def _listening(port: int) -> bool:
 
 
 def start_mosquitto(folder: Path, accounts: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
-    """Mosquitto with deploy/mosquitto's config (listener moved to a free port on HOST,
-    absolute password and ACL paths, no user switch), ``accounts`` in its password file.
+    """Mosquitto with deploy/mosquitto's config (listener moved to a free port on HOST, the
+    WebSocket listener left out, absolute password and ACL paths, no user switch), ``accounts``
+    in its password file.
 
     Raises:
         RuntimeError: it did not start.
@@ -123,7 +124,10 @@ def start_mosquitto(folder: Path, accounts: dict[str, str]) -> tuple[subprocess.
     for _attempt in range(3):
         port = free_port()
         lines = []
-        for line in (DEPLOY / "mosquitto.conf").read_text().splitlines():
+        # The WebSocket listener's block (up to its blank line) is left out: TCP only here.
+        blocks = (DEPLOY / "mosquitto.conf").read_text().split("\n\n")
+        text = "\n\n".join(block for block in blocks if "\nprotocol websockets" not in block)
+        for line in text.splitlines():
             key = line.split(" ", 1)[0]
             if key == "listener":
                 line = f"listener {port} {HOST}"

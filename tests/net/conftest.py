@@ -79,6 +79,8 @@ class MosquittoBroker(BrokerUnderTest):
     process: subprocess.Popen[bytes] | None = None
     password_file: Path = Path()
     accounts: Accounts = field(default_factory=Accounts)
+    websockets_port: int = 0
+    """The port of deploy/'s WebSocket listener (MQTT over WebSockets, any path)."""
 
     async def add_user(self, name: str, password: str) -> None:
         """Write ``name`` into the password file, reload Mosquitto (SIGHUP) and wait until
@@ -190,9 +192,14 @@ def _free_port() -> int:
         return port
 
 
-def mosquitto_config(port: int, password_file: Path, acl_file: Path) -> str:
-    """deploy/mosquitto/mosquitto.conf for a test broker on ``HOST:port``."""
-    return local_mosquitto_config(DEPLOY / "mosquitto.conf", port, HOST, password_file, acl_file)
+def mosquitto_config(
+    port: int, password_file: Path, acl_file: Path, websockets_port: int | None = None
+) -> str:
+    """deploy/mosquitto/mosquitto.conf for a test broker on ``HOST:port``, its WebSocket
+    listener on ``HOST:websockets_port`` (``None``: left out)."""
+    return local_mosquitto_config(
+        DEPLOY / "mosquitto.conf", port, HOST, password_file, acl_file, websockets_port
+    )
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -207,13 +214,25 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 def _start_mosquitto(folder: Path, server_password: str) -> tuple[subprocess.Popen[bytes], int]:
     """Start Mosquitto on a free port; retry on another port if it loses the race for one."""
+    process, port, _websockets_port = start_mosquitto(folder, server_password)
+    return process, port
+
+
+def start_mosquitto(folder: Path, server_password: str) -> tuple[subprocess.Popen[bytes], int, int]:
+    """Start Mosquitto on free ports (TCP, WebSockets); retry on others if it loses the race for
+    one. Both listeners are open once the TCP one answers (Mosquitto opens every listener
+    before it serves)."""
     binary = shutil.which("mosquitto")
     assert binary is not None
     log = folder / "mosquitto.log"
     for _attempt in range(3):
-        port = _free_port()
+        port, websockets_port = _free_port(), _free_port()
+        while websockets_port == port:
+            websockets_port = _free_port()
         config = folder / "mosquitto.conf"
-        config.write_text(mosquitto_config(port, folder / "passwords", folder / "acl"))
+        config.write_text(
+            mosquitto_config(port, folder / "passwords", folder / "acl", websockets_port)
+        )
         with log.open("ab") as output:
             process = subprocess.Popen(
                 [binary, "-c", str(config)], stdout=output, stderr=subprocess.STDOUT
@@ -221,7 +240,7 @@ def _start_mosquitto(folder: Path, server_password: str) -> tuple[subprocess.Pop
         deadline = time.monotonic() + DEADLINE
         while process.poll() is None and time.monotonic() < deadline:
             if _connack_code_blocking(HOST, port, SERVER_USER, server_password) == 0:
-                return process, port
+                return process, port, websockets_port
             time.sleep(0.02)
         _stop(process)
     raise RuntimeError(f"mosquitto did not start; its log:\n{log.read_text()}")
@@ -247,7 +266,7 @@ def mosquitto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MosquittoBro
     for name, password in users.items():
         accounts.add(name, password)
     accounts.save(folder / "passwords")
-    process, port = _start_mosquitto(folder, server_password)
+    process, port, websockets_port = start_mosquitto(folder, server_password)
     try:
         yield MosquittoBroker(
             kind="mosquitto",
@@ -259,6 +278,7 @@ def mosquitto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MosquittoBro
             process=process,
             password_file=folder / "passwords",
             accounts=accounts,
+            websockets_port=websockets_port,
         )
     finally:
         _stop(process)

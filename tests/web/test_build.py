@@ -42,10 +42,17 @@ def test_web_and_house_bots_refuse_settings_they_cannot_work_with(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     status = main(["serve", "--web", "127.0.0.1:0", "--broker", "mqtt://127.0.0.1:1"])
-    assert (2, "ramino: --web needs the embedded broker (docs/web.md)\n") == (
-        status,
-        capsys.readouterr().err,
-    )
+    assert (
+        2,
+        "ramino: --web with an external broker needs --web-broker ws://HOST:PORT/mqtt, its "
+        "WebSocket listener (docs/web.md)\n",
+    ) == (status, capsys.readouterr().err)
+    status = main(["serve", "--web", "127.0.0.1:0", "--web-broker", "http://127.0.0.1:1/mqtt"])
+    assert (
+        2,
+        "ramino: --web-broker must be ws://HOST:PORT/PATH or wss://HOST:PORT/PATH, got "
+        "'http://127.0.0.1:1/mqtt'\n",
+    ) == (status, capsys.readouterr().err)
     status = main(["serve", "--house-bots", "--accounts", "nowhere", "--port", "0"])
     assert (2, "ramino: --house-bots needs guest mode (no --accounts)\n") == (
         status,

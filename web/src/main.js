@@ -37,7 +37,9 @@ async function checked(promise) {
 function login(name, password) {
   state.name = name;
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const client = mqtt.connect(`${scheme}://${location.host}/mqtt`, {
+  // The broker's WebSocket URL if the server names one (ramino serve --web-broker), else /mqtt here.
+  const broker = document.querySelector('meta[name="ramino-broker"]')?.content;
+  const client = mqtt.connect(broker || `${scheme}://${location.host}/mqtt`, {
     username: name, password, clientId: `${name}-${hex(4)}`, clean: true, protocolVersion: 4,
     keepalive: 30, reconnectPeriod: 2000,
     will: { topic: `${PREFIX}/presence/${name}`, payload: encode({ type: "presence", online: false }), qos: 1, retain: false },

@@ -1,0 +1,1 @@
+"""Checks of the deployment files in deploy/ against the code."""
