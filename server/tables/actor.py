@@ -43,7 +43,7 @@ from server.engine import Command, HandEnded, decide, forfeit
 from server.engine.errors import CodedError
 from server.engine.game import Phase, awaiting
 from server.engine.position import from_position, to_position
-from server.tables.errors import StaleSeq, TableError
+from server.tables.errors import LeaseLost, StaleSeq, TableError
 from server.tables.records import (
     RECORD_VERSION,
     GameStarted,
@@ -433,6 +433,8 @@ class TableActor:
                 try:
                     if not await self._idle(job.seq):
                         await self._play_for_absent(job.seq)
+                except LeaseLost:
+                    pass  # another worker serves the table now (it runs the timers)
                 except Exception:  # our bug or a failed store: log it, keep the table as it was
                     _log.exception("automatic move failed", extra={"table": self.table.table_id})
                 finally:
@@ -441,6 +443,10 @@ class TableActor:
                 continue
             try:
                 reply = await self._handle(job)
+            except LeaseLost as error:  # another worker serves the table now: no answer here
+                with contextlib.suppress(asyncio.InvalidStateError):
+                    job.reply.set_exception(error)
+                continue
             except Exception as error:  # our bug: answer it and keep the table as it was
                 _log.exception(
                     "command failed",

@@ -71,6 +71,26 @@ class TableService:
             resumed.append(summary.table_id)
         return resumed
 
+    async def adopt(self, table_ids: list[str]) -> list[TableActor]:
+        """Load and start the tables ``table_ids`` (another process served them); their actors.
+        Tables with no events are skipped."""
+        actors = []
+        for table_id in table_ids:
+            actor = await self.actor(table_id)
+            if actor is not None:
+                actors.append(actor)
+        return actors
+
+    async def drop(self, table_id: str) -> None:
+        """Stop ``table_id``'s actor and forget it (another process serves the table now;
+        ``on_unload`` is not told)."""
+        loading = self._loading.get(table_id)
+        if loading is not None:
+            await asyncio.wait({loading})
+        actor = self.actors.pop(table_id, None)
+        if actor is not None:
+            await actor.stop()
+
     async def stop(self) -> None:
         """Stop every actor (their queued commands finish first)."""
         for actor in list(self.actors.values()):
