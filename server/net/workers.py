@@ -15,9 +15,10 @@ lists them all). Two tasks run:
 - the **balancer**, every ``ttl / 3`` seconds and whenever another worker releases leases
   (``NOTIFY``): takes free shards up to its fair share (``ceil(shards / live workers)``) and
   lets go of those above it, and adopts tables whose lease expired (their worker died), up to
-  its fair share of them: it bumps their epoch, loads them from their snapshot and log,
-  republishes their retained snapshot and listing, sends each seated player an ``Update`` with
-  the table's present, and subscribes to their commands.
+  its fair share of them: it bumps their epoch, subscribes to their commands (a command to a
+  table not loaded yet loads it at once), then loads them from their snapshots and logs a
+  chunk at a time, republishes their retained snapshots and listings, and sends each seated
+  player an ``Update`` with the table's present.
 
 A table created by a lobby command is leased by the worker that creates it, before its first
 event is written. An append by a worker that lost the table's lease is refused by the store
@@ -54,6 +55,9 @@ over within about ``4/3`` of it."""
 
 SUBSCRIBE_CHUNK = 500
 """Topics in one SUBSCRIBE or UNSUBSCRIBE packet at most."""
+LOAD_CHUNK = 100
+"""Tables loaded together when taking tables over (two queries, then their folds, which keep
+the event loop busy: a small chunk lets commands and renewals in between)."""
 
 
 class WorkerError(StoreError):
@@ -139,12 +143,15 @@ class Worker:
         await gateway.start()
         self._listener = await asyncpg.connect(self.url)
         await self._listener.add_listener(CHANNEL, self._notified)
-        await self._balance()
-        await leases.notify()  # the others make room: they hand shards over
+        # Renewing runs from the start: taking many tables over may outlast a lease.
         self._tasks = [
             asyncio.create_task(self._renew_loop(), name=f"worker-{self.name}-renew"),
-            asyncio.create_task(self._balance_loop(), name=f"worker-{self.name}-balance"),
         ]
+        await self._balance()
+        await leases.notify()  # the others make room: they hand shards over
+        self._tasks.append(
+            asyncio.create_task(self._balance_loop(), name=f"worker-{self.name}-balance")
+        )
 
     async def stop(self) -> None:
         """Stop reading, finish the commands under way, release every lease (the others take
@@ -298,17 +305,29 @@ class Worker:
         self.announce(f"ramino: worker {self.name} {why} lobby shard {shard}")
 
     async def _adopt(self, taken: dict[str, int]) -> None:
-        """Serve the tables ``taken`` (their leases are ours): load, republish, subscribe."""
+        """Serve the tables ``taken`` (their leases are ours): subscribe to their commands at
+        once (a command to a table not loaded yet loads it), then load them a chunk at a time
+        and republish each (see ``Gateway.adopted``)."""
         self.tables.update(taken)  # the fence first: recovered timers may append at once
         started = time.perf_counter()
-        actors = await self.service.adopt(list(taken))
-        for table_ids in chunks(list(taken), SUBSCRIBE_CHUNK):
-            self.gateway.transport.subscribe(*map(table_filter, table_ids), qos=0)
-        for actor in actors:
-            self.gateway.adopted(actor)
-        self.adopted += len(actors)
+        table_ids = list(taken)
+        for chunk in chunks(table_ids, SUBSCRIBE_CHUNK):
+            self.gateway.transport.subscribe(*map(table_filter, chunk), qos=0)
         self.announce(
-            f"ramino: worker {self.name} took over {len(actors)} table(s) in "
+            f"ramino: worker {self.name} serves {len(table_ids)} adopted table(s) after "
+            f"{time.perf_counter() - started:.2f} s"
+        )
+        adopted = 0
+        for chunk in chunks(table_ids, LOAD_CHUNK):
+            mine = [table_id for table_id in chunk if table_id in self.tables]
+            for actor in await self.service.adopt(mine):
+                if actor.table.table_id in self.tables:
+                    self.gateway.adopted(actor)
+                    adopted += 1
+            await asyncio.sleep(0)  # let the commands and the renewals in between chunks
+        self.adopted += adopted
+        self.announce(
+            f"ramino: worker {self.name} took over {adopted} table(s) in "
             f"{time.perf_counter() - started:.2f} s"
         )
 

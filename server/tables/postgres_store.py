@@ -420,6 +420,35 @@ class PostgresStore:
         )
         return None if row is None else Snapshot(table_id, int(row[0]), bytes(row[1]))
 
+    async def latest_snapshots(self, table_ids: Sequence[str]) -> dict[str, Snapshot]:
+        """The latest snapshot of each of ``table_ids`` that has one, in one query."""
+        rows = await self._readable_pool().fetch(
+            "SELECT table_id, seq, payload FROM snapshots WHERE table_id = ANY($1::text[])",
+            list(table_ids),
+        )
+        return {
+            str(table_id): Snapshot(str(table_id), int(seq), bytes(payload))
+            for table_id, seq, payload in rows
+        }
+
+    async def read_many(self, after: dict[str, int]) -> dict[str, list[StoredEvent]]:
+        """The events of each table of ``after`` (table id -> seq) after its seq, in one
+        query (loading many tables at once: a worker taking over)."""
+        rows = await self._readable_pool().fetch(
+            "SELECT e.table_id, e.seq, e.at, e.command_id, e.payload"
+            " FROM unnest($1::text[], $2::bigint[]) AS u (table_id, after)"
+            " JOIN events AS e ON e.table_id = u.table_id AND e.seq > u.after"
+            " ORDER BY e.table_id, e.seq",
+            list(after),
+            list(after.values()),
+        )
+        found: dict[str, list[StoredEvent]] = {table_id: [] for table_id in after}
+        for table_id, seq, at, command_id, payload in rows:
+            found[str(table_id)].append(
+                StoredEvent(str(table_id), int(seq), float(at), str(command_id), bytes(payload))
+            )
+        return found
+
     async def tables(self) -> list[TableSummary]:
         """See ``EventStore.tables``."""
         rows = await self._readable_pool().fetch(

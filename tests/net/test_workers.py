@@ -25,15 +25,17 @@ from protocol.messages import ListTables, Reply, Request, Welcome
 from protocol.transport import Message
 from server.net.serve import ServeConfig, check_worker
 from server.net.workers import WorkerError
+from server.tables.actor import TableActor, load_table, load_tables
 from server.tables.errors import LeaseLost, SeqConflict
 from server.tables.postgres_store import Fence, PostgresStore
 from server.tables.replay import read_rows
-from server.tables.store import NewEvent, open_store
-from server.tables.table import empty_table, fold
+from server.tables.store import NewEvent, Snapshot, open_store
+from server.tables.table import CreateTable, Sit, StartGame, empty_table, fold
 from tests.net.conftest import MosquittoBroker, client_for, ensure_users
 from tests.net.players import play_seat, start_table
 from tests.net.test_restart import Acks
 from tests.tables.conftest import postgres_url as postgres_url  # the fixture
+from tests.tables.test_records import NullOutbox
 
 ROOT = Path(__file__).resolve().parents[2]
 START_SECONDS = 60.0
@@ -367,3 +369,34 @@ async def test_sigterm_hands_the_tables_over(
     # Leases of 60 s: the survivor can only have taken the table over before the game's end
     # because the stopped worker released it.
     await _play_through_a_stop(mosquitto, postgres_url, signal.SIGTERM, ttl=60.0)
+
+
+async def test_tables_loaded_together_equal_tables_loaded_one_by_one(
+    postgres_url: str,
+) -> None:
+    """What a worker taking tables over loads in two queries (snapshot and tail) is what
+    ``load_table`` rebuilds for each table, with the time of its last event."""
+    store = await PostgresStore.open(postgres_url)
+    try:
+        # Three tables: t0 with no snapshot (snapshot_every 0), t1 and t2 with snapshots
+        # every 3 events, so that each loads from a snapshot and a tail (or no tail).
+        for index, every in enumerate((0, 3, 3)):
+            table_id = f"t{index}"
+            actor = TableActor(empty_table(table_id), store, NullOutbox(), snapshot_every=every)
+            actor.start()
+            await actor.submit("p0", CreateTable(variant="basic", seats=2), "c")
+            for name in ("p0", "p1"):
+                await actor.submit(name, Sit(), f"sit-{name}")
+            if index < 2:  # t2 stops at seq 3, on its snapshot
+                await actor.submit("p0", StartGame(), "start")
+            await actor.stop()
+        assert 3 == (await store.latest_snapshot("t2") or Snapshot("", 0, b"")).seq
+        assert await store.latest_snapshot("t1") is not None
+        loaded = await load_tables(store, ["t0", "t1", "t2", "missing"])
+        assert ["t0", "t1", "t2"] == sorted(loaded)
+        for table_id, (table, last_at) in loaded.items():
+            assert await load_table(store, table_id) == table
+            rows = await store.read(table_id)
+            assert rows[-1].at == last_at
+    finally:
+        await store.close()
