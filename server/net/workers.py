@@ -16,9 +16,10 @@ lists them all). Two tasks run:
   (``NOTIFY``): takes free shards up to its fair share (``ceil(shards / live workers)``) and
   lets go of those above it, and adopts tables whose lease expired (their worker died), up to
   its fair share of them: it bumps their epoch, subscribes to their commands (a command to a
-  table not loaded yet loads it at once), then loads them from their snapshots and logs a
-  chunk at a time, republishes their retained snapshots and listings, and sends each seated
-  player an ``Update`` with the table's present.
+  table not loaded yet loads it at once), then, in the background, loads them from their
+  snapshots and logs a chunk at a time (starting their timers), republishes their retained
+  snapshots and listings, and sends each seated player an ``Update`` with the table's
+  present.
 
 A table created by a lobby command is leased by the worker that creates it, before its first
 event is written. An append by a worker that lost the table's lease is refused by the store
@@ -113,6 +114,8 @@ class Worker:
         self._balancing = asyncio.Lock()
         self._published: int | None = None
         self._unloads: set[asyncio.Task[None]] = set()
+        self._loads: set[asyncio.Task[None]] = set()
+        """Adopted tables being loaded in the background."""
         self.adopted = 0
         """Tables adopted so far (taken over from a worker that died or stopped)."""
 
@@ -162,6 +165,10 @@ class Worker:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+        for task in list(self._loads):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         leases = self.leases
         others = []
         if leases is not None:
@@ -306,8 +313,8 @@ class Worker:
 
     async def _adopt(self, taken: dict[str, int]) -> None:
         """Serve the tables ``taken`` (their leases are ours): subscribe to their commands at
-        once (a command to a table not loaded yet loads it), then load them a chunk at a time
-        and republish each (see ``Gateway.adopted``)."""
+        once (a command to a table not loaded yet loads it), then, in the background, load
+        them a chunk at a time and republish each (see ``Gateway.adopted``)."""
         self.tables.update(taken)  # the fence first: recovered timers may append at once
         started = time.perf_counter()
         table_ids = list(taken)
@@ -317,14 +324,26 @@ class Worker:
             f"ramino: worker {self.name} serves {len(table_ids)} adopted table(s) after "
             f"{time.perf_counter() - started:.2f} s"
         )
-        adopted = 0
+        task = asyncio.create_task(self._load(table_ids, started), name=f"adopt-{self.name}")
+        self._loads.add(task)
+        task.add_done_callback(self._loads.discard)
+
+    async def _load(self, table_ids: list[str], started: float) -> None:
+        """Load adopted tables a chunk at a time, starting their timers, and republish them
+        (a table that fails to load is loaded by its next command)."""
         for chunk in chunks(table_ids, LOAD_CHUNK):
             mine = [table_id for table_id in chunk if table_id in self.tables]
-            for actor in await self.service.adopt(mine):
+            try:
+                actors = await self.service.adopt(mine)
+            except Exception:  # the database may be back for the next chunk
+                _log.exception("loading %d adopted table(s) failed", len(mine))
+                continue
+            for actor in actors:
                 if actor.table.table_id in self.tables:
                     self.gateway.adopted(actor)
-                    adopted += 1
-            await asyncio.sleep(0)  # let the commands and the renewals in between chunks
+            await asyncio.sleep(0)  # let commands and renewals run between chunks
+        # Counted with those a command loaded first.
+        adopted = sum(1 for table_id in table_ids if table_id in self.service.actors)
         self.adopted += adopted
         self.announce(
             f"ramino: worker {self.name} took over {adopted} table(s) in "
