@@ -333,6 +333,8 @@ class Gateway:
         self._listings.pop(table_id, None)
         self._listing_keys.pop(table_id, None)
         self._pending.pop(table_id, None)
+        if table_id in self._cooling:
+            self._cooling[table_id] = None  # no older state may follow the new owner's
         old = self._open.pop(table_id, None)
         if old is not None:
             _discard(self._hosting, old[0], table_id)
