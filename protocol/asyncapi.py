@@ -171,7 +171,9 @@ _PARAMETERS = {
     },
     "shard": {
         "description": "The client's lobby shard: crc32(username UTF-8) modulo `Welcome.shards` "
-        "(`ServerStatus.shards`); 0 when there is one shard.",
+        "(`ServerStatus.shards`); 0 when there is one shard. With several workers every lobby "
+        "command but `hello` on another shard is refused with `lobby/wrong_shard` (its result: "
+        "the `welcome`).",
         "examples": ["0"],
     },
 }

@@ -211,6 +211,13 @@ class Client:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.request_timeout):
                         reply = await asyncio.shield(future)
+                    if reply.code == "lobby/wrong_shard" and isinstance(reply.result, Welcome):
+                        # Several workers share the lobby: go to our own shard, same id.
+                        self.shard = topics.shard_of(self.username, reply.result.shards)
+                        topic = topics.lobby_command(self.username, self.shard)
+                        future = asyncio.get_running_loop().create_future()
+                        self._pending[request.id] = _Pending(request, topic, future)
+                        continue
                     if reply.ok or reply.code != "limit/rate":
                         break
                     # Over the server's rate: back off, then send the same request again.
@@ -232,6 +239,7 @@ class Client:
         """Negotiate the protocol version."""
         result = (await self.request(Hello(client="ramino-sdk"))).result
         assert isinstance(result, Welcome)
+        self.shard = topics.shard_of(self.username, result.shards)
         return result
 
     async def variants(self) -> Variants:
@@ -295,6 +303,7 @@ class Client:
             return
         if not status.online:
             return
+        self.shard = topics.shard_of(self.username, max(1, status.shards))
         link = (status.started_at, status.reconnected_at)
         if self.server_link is not None and link != self.server_link:
             for session in self._sessions.values():

@@ -17,6 +17,7 @@ from server.net.metrics import MetricsAddressError
 from server.net.nats import NatsPasswords, sidecar_path
 from server.net.serve import ServeConfig, serve
 from server.net.web import WebAddressError, parse_web_broker
+from server.net.workers import WorkerError
 
 __all__ = ["SecretError", "add_commands", "read_secret", "serve_config"]
 
@@ -159,6 +160,21 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="seconds a finished table stays in memory without activity (300; 0: forever)",
     )
     serve_parser.add_argument(
+        "--worker",
+        metavar="NAME",
+        help="run as worker NAME of several sharing a PostgreSQL store and a broker "
+        "(docs/operations.md, 'Scale-out: workers')",
+    )
+    serve_parser.add_argument(
+        "--shards", type=int, metavar="N", help="lobby shards the workers share (1)"
+    )
+    serve_parser.add_argument(
+        "--lease-ttl",
+        type=float,
+        metavar="SECONDS",
+        help="seconds a worker's leases last without renewal (5)",
+    )
+    serve_parser.add_argument(
         "--log-format",
         choices=("auto", "json", "text"),
         default="auto",
@@ -231,6 +247,9 @@ def serve_config(args: argparse.Namespace, env: Mapping[str, str] | None = None)
         max_open_tables=args.max_open_tables,
         waiting_ttl=args.waiting_ttl,
         finished_ttl=args.finished_ttl,
+        worker=args.worker,
+        shards=args.shards,
+        lease_ttl=args.lease_ttl,
     )
 
 
@@ -277,7 +296,7 @@ def _command_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    except (MetricsAddressError, WebAddressError) as error:
+    except (MetricsAddressError, WebAddressError, WorkerError) as error:
         print(f"ramino: {error}", file=sys.stderr)
         return 2
     return 0

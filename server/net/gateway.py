@@ -33,12 +33,19 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from protocol import topics
-from protocol.codec import MalformedMessage, decode_presence, decode_request, encode, request_id
+from protocol.codec import (
+    MalformedMessage,
+    decode_listing,
+    decode_presence,
+    decode_request,
+    encode,
+    request_id,
+)
 from protocol.errors import CodedError
 from protocol.game import COMMAND_TYPES as GAME_COMMANDS
 from protocol.game import Command as GameCommand
@@ -83,12 +90,16 @@ from server.net.logs import get_logger
 from server.net.metrics import NO_METRICS, NoMetrics
 from server.tables import table as tables
 from server.tables.actor import Reply as TableReply
-from server.tables.actor import TableActor
+from server.tables.actor import TableActor, load_table
+from server.tables.errors import LeaseLost
 from server.tables.records import Record
 from server.tables.replay import SPECTATOR, Viewer, project
 from server.tables.service import TableService
 from server.tables.table import TableState
 from server.tables.timers import Clock, SystemClock
+
+if TYPE_CHECKING:
+    from server.net.workers import Worker
 
 __all__ = ["Gateway", "Limits", "RateLimiter"]
 
@@ -223,6 +234,17 @@ class Gateway:
         self.failed = 0
         """Messages whose handling raised (logged with their traceback, one a second)."""
         self._failures_logged = RateLimiter(1.0, 1)
+        self.worker: Worker | None = None
+        """Set when this process is one worker of several (``server.net.workers``): it then
+        reads only the lobby shards and tables it holds leases for."""
+        self.offline_on_stop = True
+        """Whether ``stop`` publishes the offline status (a worker leaving others running does
+        not)."""
+        self._known: dict[str, TableListing] = {}
+        """Every table's retained listing as the broker has it (workers: the lobby lists the
+        tables of every worker)."""
+        self._status_tables: int | None = None
+        """The open tables of the whole store, as the worker holding shard 0 counted them."""
 
     @property
     def running(self) -> int:
@@ -234,6 +256,11 @@ class Gateway:
     async def start(self) -> None:
         """Subscribe, list the tables, resume the unfinished ones and announce the server."""
         service = self._service()
+        if self.worker is not None:  # the worker adopts its tables and takes its shards
+            self.transport.deliver = self._receive
+            self.transport.subscribe(topics.presence("+"), topics.lobby_listing("+"), qos=0)
+            self._announced = True
+            return
         service.on_unload = self._unloaded
         await service.start()
         for actor in list(service.actors.values()):
@@ -259,6 +286,12 @@ class Gateway:
                 self._reconnected_at = self.clock.now()
                 _log.warning("reconnected to the broker", extra={"connections": seen})
                 self._publish_status()
+                if self.worker is not None:
+                    # Only the worker holding shard 0 speaks in the status: each worker sends
+                    # its own players the present of its tables, as after a takeover.
+                    for actor in list(self._service().actors.values()):
+                        if actor.table.status == "playing":
+                            self.adopted(actor)
 
     async def stop(self) -> None:
         """Stop reading, let running commands finish, and say the server is offline."""
@@ -269,7 +302,8 @@ class Gateway:
             await asyncio.wait(self._tasks, timeout=5)
         if self._status_task is not None:
             self._status_task.cancel()
-        self.transport.publish(topics.server_status(), encode(self.status(False)), retain=True)
+        if self.offline_on_stop:
+            self.transport.publish(topics.server_status(), encode(self.status(False)), retain=True)
 
     def status(self, online: bool) -> ServerStatus:
         """The server status message."""
@@ -278,12 +312,68 @@ class Gateway:
             server=SERVER_NAME,
             versions=(PROTOCOL_VERSION,),
             shards=self.shards,
-            tables=len(self._open),
+            tables=len(self._open) if self._status_tables is None else self._status_tables,
             started_at=self._started_at,
             reconnected_at=self._reconnected_at,
         )
 
+    def set_started_at(self, started_at: float) -> None:
+        """The ``started_at`` to announce (workers: the first worker's start)."""
+        self._started_at = started_at
+
+    def publish_worker_status(self, tables: int) -> None:
+        """Publish the retained status with ``tables`` open tables (the worker holding shard 0
+        counts those of the whole store)."""
+        self._status_tables = tables
+        self._publish_status()
+
+    def adopted(self, actor: TableActor) -> None:
+        """This worker took ``actor``'s table over: republish its retained snapshot and
+        listing, and send each seated player the table's present (an ``Update`` without
+        events), since the worker that died may not have sent the last one."""
+        table = actor.table
+        self._track(table)
+        deadline = actor.due() or 0.0
+        self._publish_public(table, deadline)
+        game = table.game
+        spectator = view(game) if game is not None else None
+        for seat, player in enumerate(table.seats):
+            if not player:
+                continue
+            update = Update(
+                table=table.table_id,
+                seq=table.seq,
+                seat=seat,
+                events=(),
+                view=seat_view(spectator, game, seat) if game is not None and spectator else None,
+                legal=_legal(table, seat),
+                deadline=deadline,
+                status=table.status,
+            )
+            self.transport.publish(topics.inbox(player), encode(update), qos=1)
+
+    def forget(self, table_id: str) -> None:
+        """Another worker serves ``table_id`` now: forget what was kept about it here (its
+        retained messages stay: they are the new owner's to change)."""
+        self._batches.pop(table_id, None)
+        self._listings.pop(table_id, None)
+        self._listing_keys.pop(table_id, None)
+        self._pending.pop(table_id, None)
+        if table_id in self._cooling:
+            self._cooling[table_id] = None  # no older state may follow the new owner's
+        old = self._open.pop(table_id, None)
+        if old is not None:
+            _discard(self._hosting, old[0], table_id)
+            for player in old[1]:
+                _discard(self._sitting, player, table_id)
+
+    def unloaded(self, table_id: str) -> None:
+        """``table_id`` left the service's memory (see ``_unloaded``)."""
+        self._unloaded(table_id)
+
     def _publish_status(self) -> None:
+        if self.worker is not None and not self.worker.serves_shard(0):
+            return  # the worker holding shard 0 speaks for all
         self._status_at = self.clock.now()
         self.transport.publish(topics.server_status(), encode(self.status(True)), retain=True)
 
@@ -299,6 +389,9 @@ class Gateway:
         return self.service
 
     def _receive(self, message: Message) -> None:
+        if message.topic.startswith(_LISTINGS):
+            self._listing_seen(message)
+            return
         if message.retain:
             # A command retained on the client's own topic (Mosquitto lets it) is an old
             # message replayed: clear it, never run it.
@@ -338,6 +431,15 @@ class Gateway:
         if kind == "presence":
             self._presence(client, payload)
             return
+        shard = -1
+        worker = self.worker
+        if worker is not None:
+            if kind == "table" and not worker.serves_table(table):
+                return  # on its way here before the unsubscription: its owner answers it
+            if kind == "lobby":
+                shard = int(topic.split("/", 4)[3])
+                if not worker.serves_shard(shard):
+                    return
         try:
             if len(payload) > self.limits.max_payload:
                 raise MalformedMessage(
@@ -352,13 +454,26 @@ class Gateway:
             return
         if client in self._absent:
             self._set_absent(client, False)
-        task = asyncio.create_task(self._run(client, table, request, time.perf_counter()))
+        task = asyncio.create_task(self._run(client, table, request, time.perf_counter(), shard))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, client: str, table: str, request: Request, started: float) -> None:
+    async def _run(
+        self, client: str, table: str, request: Request, started: float, shard: int = -1
+    ) -> None:
         try:
+            if shard >= 0 and not isinstance(request.cmd, Hello):
+                self._check_shard(client, shard)
             reply = await self._dispatch(client, table, request)
+        except LeaseLost as error:
+            # Another worker took the table: it answers the client's retry of this request.
+            if self.worker is not None:
+                self.worker.lost(error.table_id)
+            return
+        except _WrongShard as error:
+            reply = msgspec.structs.replace(
+                _error(request.id, error.code, error.message), result=self._welcome()
+            )
         except CodedError as error:
             reply = _error(request.id, error.code, error.message, table)
         except Exception as error:  # our bug: answer it, keep serving
@@ -401,9 +516,12 @@ class Gateway:
             case ListVariants():
                 return _ok(request.id, result=_variants())
             case ListTables(status=status, variant=variant):
+                known = (
+                    {**self._known, **self._listings} if self.worker is not None else self._listings
+                )
                 listed = tuple(
                     listing
-                    for listing in sorted(self._listings.values(), key=lambda item: item.table)
+                    for listing in sorted(known.values(), key=lambda item: item.table)
                     if listing.status != "closed"
                     and (not status or listing.status == status)
                     and (not variant or listing.variant == variant)
@@ -419,7 +537,10 @@ class Gateway:
             raise CodedError(
                 f"this server speaks protocol versions [{PROTOCOL_VERSION}]", "protocol/version"
             )
-        welcome = Welcome(
+        return _ok(command_id, result=self._welcome())
+
+    def _welcome(self) -> Welcome:
+        return Welcome(
             version=PROTOCOL_VERSION,
             server=SERVER_NAME,
             shards=self.shards,
@@ -427,7 +548,27 @@ class Gateway:
             rate_per_second=self.limits.rate,
             burst=self.limits.burst,
         )
-        return _ok(command_id, result=welcome)
+
+    def _check_shard(self, client: str, shard: int) -> None:
+        """Lobby commands other than ``hello`` go on the sender's own shard (workers)."""
+        right = topics.shard_of(client, self.shards)
+        if shard != right:
+            raise _WrongShard(
+                f"{client}'s lobby shard is {right} of {self.shards}: send lobby commands to "
+                f"{topics.lobby_command(client, right)} (the result is the welcome, with shards)",
+                "lobby/wrong_shard",
+            )
+
+    def _listing_seen(self, message: Message) -> None:
+        """A retained lobby listing from the broker (any worker's table)."""
+        table_id = message.topic[len(_LISTINGS) :]
+        if not message.payload:
+            self._known.pop(table_id, None)
+            return
+        try:
+            self._known[table_id] = decode_listing(message.payload)
+        except MalformedMessage:
+            return
 
     async def _create(self, client: str, command_id: str, command: CreateTable) -> Reply:
         service = self._service()
@@ -437,6 +578,8 @@ class Gateway:
         over = next(filter(None, (self._over_quota(client, kind) for kind in kinds)), "")
         if over and await service.store.last_seq(table_id) == 0:  # not a retry: refused
             raise CodedError(over, "limit/tables")
+        if self.worker is not None and not await self.worker.claim(table_id):
+            return await self._created_elsewhere(client, command_id, table_id)
         for kind in kinds:
             self._claims[kind].setdefault(client, set()).add(table_id)
         try:
@@ -474,6 +617,17 @@ class Gateway:
         created = actor.table.created
         invite = created.invite_code if created is not None and created.host == client else ""
         return _ok(command_id, table_id, actor.table.seq, result=Created(table_id, invite, seat))
+
+    async def _created_elsewhere(self, client: str, command_id: str, table_id: str) -> Reply:
+        """A retried ``create_table`` whose table another worker holds (the lobby shard moved
+        between the tries): answer from the log."""
+        state = await load_table(self._service().store, table_id)
+        created = state.created
+        if created is None:
+            raise CodedError("the table is being created elsewhere: retry", "server/busy")
+        seat = state.seats.index(client) if client in state.seats else -1
+        invite = created.invite_code if created.host == client else ""
+        return _ok(command_id, table_id, state.seq, result=Created(table_id, invite, seat))
 
     async def _table_command(self, client: str, table_id: str, request: Request) -> Reply:
         service = self._service()
@@ -594,7 +748,12 @@ class Gateway:
         if actor is not None:
             for player in away:  # a table loaded again (a rematch) learns who is away
                 actor.set_absent(player, True)
-        if (old is None) != (entry is None) and self._announced and self._status_task is None:
+        if (
+            (old is None) != (entry is None)
+            and self._announced
+            and self._status_task is None
+            and self.worker is None  # a worker's status counts the whole store's tables
+        ):
             self._status_task = asyncio.create_task(self._publish_status_later())
 
     def _unloaded(self, table_id: str) -> None:
@@ -817,6 +976,15 @@ class Gateway:
                 qos=1,
                 retain=True,
             )
+
+
+class _WrongShard(CodedError):
+    """A lobby command on another shard than the sender's."""
+
+    default_code = "lobby/wrong_shard"
+
+
+_LISTINGS = topics.lobby_listing("")
 
 
 def _ignore(message: Message) -> None:

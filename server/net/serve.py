@@ -7,8 +7,10 @@ turn), the store URL, the server account's name and password, the accounts file 
 broker (none: guests) or where it keeps its guest names, timers, table lifetimes and limits, the
 embedded broker's connection limits (:class:`~server.net.broker_limits.BrokerLimits`), and where
 to serve Prometheus metrics
-(``--metrics HOST:PORT``, ``server.net.metrics``; none by default). At start the process raises
-its soft file limit to the hard one.
+(``--metrics HOST:PORT``, ``server.net.metrics``; none by default), and, for one worker of
+several sharing a PostgreSQL store and a broker, its name, the lobby shards and the lease time
+(``--worker NAME --shards N --lease-ttl SECONDS``, ``server.net.workers``). At start the process
+raises its soft file limit to the hard one.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from server.net.gateway import SERVER_NAME, Gateway, Limits
 from server.net.guests import Guests
 from server.net.metrics import Metrics, parse_listen, serve_metrics
 from server.net.web import page_url, parse_web, serve_page, static_site
+from server.net.workers import DEFAULT_TTL, Worker, WorkerError
+from server.tables.postgres_store import PostgresStore
 from server.tables.service import TableService
 from server.tables.store import EventStore, open_store, store_options
 from server.tables.timers import Clock, SystemClock
@@ -111,6 +115,13 @@ class ServeConfig:
     broker (MQTT 3.1.1) drops retained commands itself."""
     metrics: str = ""
     """``HOST:PORT`` to serve Prometheus metrics on (``/metrics``); "": none."""
+    worker: str = ""
+    """This process's name as one worker of several (``server.net.workers``); "": the only
+    server."""
+    shards: int = 1
+    """Lobby shards the workers share (workers only)."""
+    lease_ttl: float = DEFAULT_TTL
+    """Seconds a worker's leases last without renewal (workers only)."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> ServeConfig:
@@ -132,6 +143,9 @@ class ServeConfig:
             ("waiting_ttl", float),
             ("finished_ttl", float),
             ("metrics", str),
+            ("worker", str),
+            ("shards", int),
+            ("lease_ttl", float),
             *_LIMITS,
             *_BROKER_LIMITS,
         )
@@ -165,10 +179,16 @@ class Running:
     """The port ``/metrics`` is served on (0: no metrics)."""
     web_url: str = ""
     """The web page's address (``http://HOST:PORT/``), "" without ``--web``."""
+    worker: Worker | None = None
+    """This process as one worker of several (``--worker``), else ``None``."""
 
 
 @contextlib.asynccontextmanager
-async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncIterator[Running]:
+async def running(
+    config: ServeConfig,
+    clock: Clock | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> AsyncIterator[Running]:
     """Start everything ``config`` asks for, yield it running, and stop it all cleanly.
 
     Raises:
@@ -178,7 +198,10 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
         TransportError: the broker is not reachable or refuses the server account.
         StoreError: the store cannot be opened.
         MetricsAddressError: ``config.metrics`` is not ``HOST:PORT`` or cannot be listened on.
+        WorkerError: ``config.worker`` without a PostgreSQL store or an external broker, or a
+            live worker of the same name.
     """
+    check_worker(config)
     clock = clock or SystemClock()
     listen = parse_listen(config.metrics) if config.metrics else None
     web_url = ""
@@ -230,7 +253,12 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
         # The embedded broker dies with the process: there a will could only arrive during a
         # clean stop, as a second status after the real one.
         embedded = config.broker == "embedded"
-        will = None if embedded else (topics.server_status(), encode(_offline_status()))
+        # A worker's will would say the whole server is offline while the others serve.
+        will = (
+            None
+            if embedded or config.worker
+            else (topics.server_status(), encode(_offline_status()))
+        )
         transport = Transport(
             config.server_user,
             password,
@@ -243,6 +271,7 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
         await transport.connect(addresses)
         stack.push_async_callback(_bounded, "the broker connection", transport.close)
         gateway = Gateway(transport, clock=clock, limits=config.limits)
+        worker: Worker | None = None
         service = TableService(
             store,
             gateway,
@@ -258,9 +287,24 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             metrics = Metrics()
             metrics.attach(gateway, service, store)
             metrics_port = await stack.enter_async_context(serve_metrics(metrics, *listen))
-        await gateway.start()
-        stack.push_async_callback(_bounded, "the tables", service.stop)
-        stack.push_async_callback(_bounded, "the gateway", gateway.stop)
+        if config.worker:
+            assert isinstance(store, PostgresStore)
+            worker = Worker(
+                config.worker,
+                store.url,
+                store,
+                gateway,
+                service,
+                shards=config.shards,
+                ttl=config.lease_ttl,
+                announce=announce or (lambda line: None),
+            )
+            await worker.start()
+            stack.push_async_callback(_bounded, "the worker", worker.stop)
+        else:
+            await gateway.start()
+            stack.push_async_callback(_bounded, "the tables", service.stop)
+            stack.push_async_callback(_bounded, "the gateway", gateway.stop)
         resumed = list(service.actors)
         address = transport.address or addresses[0]
         if config.house_bots:
@@ -279,7 +323,35 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             metrics,
             metrics_port,
             web_url,
+            worker,
         )
+
+
+def check_worker(config: ServeConfig) -> None:
+    """Refuse worker settings that cannot work, with the reason.
+
+    Raises:
+        WorkerError: ``--worker`` without PostgreSQL or with the embedded broker, a bad name,
+            or fewer than one shard or a lease time under a second.
+    """
+    if not config.worker:
+        if config.shards != 1:
+            raise WorkerError("--shards needs --worker (one server has one lobby shard)")
+        return
+    url, _ = store_options(config.store)
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise WorkerError(
+            "--worker needs a PostgreSQL store shared by the workers "
+            "(--store postgresql://...); SQLite is for a single server"
+        )
+    if config.broker == "embedded":
+        raise WorkerError("--worker needs a broker shared by the workers (--broker mqtt://...)")
+    if not topics.valid_name(config.worker):
+        raise WorkerError("a worker name is 1-64 of A-Z a-z 0-9 _ . -")
+    if config.shards < 1:
+        raise WorkerError("--shards must be at least 1")
+    if config.lease_ttl < 1.0:
+        raise WorkerError("--lease-ttl must be at least 1 second")
 
 
 def guests_path(guests: str, store: str) -> Path | None:
@@ -395,13 +467,20 @@ async def serve(config: ServeConfig, announce: Callable[[str], None] | None = No
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
-    async with running(config) as server:
+    async with running(config, announce=announce) as server:
         tune_gc()  # after start-up and recovery: no long collector pauses under load
         where = "embedded broker" if config.broker == "embedded" else "broker"
-        announce(
-            f"ramino: serving on {where} {server.address.url}, store {config.store}, "
-            f"{len(server.resumed)} table(s) resumed; Ctrl-C stops"
-        )
+        if server.worker is not None:
+            announce(
+                f"ramino: worker {config.worker} serving on {where} {server.address.url}, "
+                f"{len(server.worker.tables)} table(s) taken over, lobby shard(s) "
+                f"{sorted(server.worker.shards)} of {config.shards}; Ctrl-C stops"
+            )
+        else:
+            announce(
+                f"ramino: serving on {where} {server.address.url}, store {config.store}, "
+                f"{len(server.resumed)} table(s) resumed; Ctrl-C stops"
+            )
         if server.metrics is not None:
             host = parse_listen(config.metrics)[0] or "0.0.0.0"
             announce(f"ramino: metrics on http://{host}:{server.metrics_port}/metrics")

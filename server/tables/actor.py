@@ -43,7 +43,7 @@ from server.engine import Command, HandEnded, decide, forfeit
 from server.engine.errors import CodedError
 from server.engine.game import Phase, awaiting
 from server.engine.position import from_position, to_position
-from server.tables.errors import StaleSeq, TableError
+from server.tables.errors import LeaseLost, StaleSeq, TableError
 from server.tables.records import (
     RECORD_VERSION,
     GameStarted,
@@ -57,7 +57,7 @@ from server.tables.records import (
     decode_record,
     encode_record,
 )
-from server.tables.store import EventStore, NewEvent, TableSummary
+from server.tables.store import EventStore, NewEvent, Snapshot, StoredEvent, TableSummary
 from server.tables.table import (
     CreateTable,
     Ready,
@@ -76,7 +76,15 @@ from server.tables.table import (
 )
 from server.tables.timers import NO_TIMER_METRICS, Clock, SystemClock, auto_command, deadline
 
-__all__ = ["EXPIRED", "OUTSIDER_REFUSALS", "Outbox", "Reply", "TableActor", "load_table"]
+__all__ = [
+    "EXPIRED",
+    "OUTSIDER_REFUSALS",
+    "Outbox",
+    "Reply",
+    "TableActor",
+    "load_table",
+    "load_tables",
+]
 
 OUTSIDER_REFUSALS = 256
 """Refusals of clients with no seat a table keeps (in memory, the latest) for their retries."""
@@ -159,6 +167,44 @@ async def load_table(store: EventStore, table_id: str) -> TableState:
     for row in await store.read(table_id, after_seq=table.seq):
         table = fold(table, decode_record(row.payload), row.seq)
     return table
+
+
+async def load_tables(
+    store: EventStore, table_ids: Sequence[str]
+) -> dict[str, tuple[TableState, float | None]]:
+    """Many tables as ``load_table`` rebuilds them, each with the time of its last event: in
+    two queries when the store reads many tables at once (PostgreSQL), else one by one.
+    Tables with no events are left out."""
+    loaded: dict[str, tuple[TableState, float | None]] = {}
+    snapshots = getattr(store, "latest_snapshots", None)
+    read_many = getattr(store, "read_many", None)
+    if snapshots is None or read_many is None:
+        for table_id in table_ids:
+            table = await load_table(store, table_id)
+            if table.seq:
+                rows = await store.read(table_id, after_seq=max(0, table.seq - 1))
+                loaded[table_id] = (table, rows[-1].at if rows else None)
+        return loaded
+    found: dict[str, Snapshot] = await snapshots(table_ids)
+    # From the snapshot's own event on: its time is the last event's when nothing follows.
+    after = {
+        table_id: (found[table_id].seq - 1 if table_id in found else 0) for table_id in table_ids
+    }
+    tails: dict[str, list[StoredEvent]] = await read_many(after)
+    for table_id in table_ids:
+        rows = tails.get(table_id, [])
+        snapshot = found.get(table_id)
+        table = (
+            _from_snapshot(table_id, snapshot.seq, snapshot.payload)
+            if snapshot is not None
+            else empty_table(table_id)
+        )
+        for row in rows:
+            if row.seq > table.seq:
+                table = fold(table, decode_record(row.payload), row.seq)
+        if table.seq:
+            loaded[table_id] = (table, rows[-1].at if rows else None)
+    return loaded
 
 
 def _to_snapshot(table: TableState) -> bytes:
@@ -433,6 +479,8 @@ class TableActor:
                 try:
                     if not await self._idle(job.seq):
                         await self._play_for_absent(job.seq)
+                except LeaseLost:
+                    pass  # another worker serves the table now (it runs the timers)
                 except Exception:  # our bug or a failed store: log it, keep the table as it was
                     _log.exception("automatic move failed", extra={"table": self.table.table_id})
                 finally:
@@ -441,6 +489,10 @@ class TableActor:
                 continue
             try:
                 reply = await self._handle(job)
+            except LeaseLost as error:  # another worker serves the table now: no answer here
+                with contextlib.suppress(asyncio.InvalidStateError):
+                    job.reply.set_exception(error)
+                continue
             except Exception as error:  # our bug: answer it and keep the table as it was
                 _log.exception(
                     "command failed",

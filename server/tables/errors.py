@@ -10,6 +10,8 @@
     │                                                     asked (replay/hand_in_progress, ...)
     └── StoreError                   store/*              the event store refused or failed
         ├── SeqConflict              store/seq_conflict   someone else appended that seq
+        ├── LeaseLost                store/lease_lost     this worker no longer holds the
+        │                                                     table's lease (another took it)
         ├── StoreClosed              store/closed         the store was closed
         └── StoreConfigError         store/config         a store URL that names no backend
                                                           (also store/not_found: no such file)
@@ -22,6 +24,7 @@ from __future__ import annotations
 from server.engine.errors import CodedError
 
 __all__ = [
+    "LeaseLost",
     "NotSeated",
     "ReplayError",
     "SeqConflict",
@@ -78,6 +81,17 @@ class SeqConflict(StoreError):
     def __init__(self, message: str, current: int) -> None:
         super().__init__(message)
         self.current = current
+
+
+class LeaseLost(StoreError):
+    """The append was refused: the writing worker no longer holds the table's lease (its
+    epoch changed: another worker took the table), so it must stop serving the table."""
+
+    default_code = "store/lease_lost"
+
+    def __init__(self, message: str, table_id: str) -> None:
+        super().__init__(message)
+        self.table_id = table_id
 
 
 class StoreClosed(StoreError):

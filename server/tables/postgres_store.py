@@ -29,6 +29,18 @@ which the primary key refuses with a unique violation: the writer then redoes th
 request by request, each in its own savepoint with seqs read from ``events``, so only the
 loser fails, with ``SeqConflict``. The same holds for a writer that does not take the locks.
 
+Fencing. With several worker processes sharing the database (``ramino serve --worker``), each
+table is served by the worker holding its lease (a row of ``leases``: kind ``table``, the table
+id, the owner's name and an ``epoch`` that grows at every change of owner; see
+``server.net.leases``). Such a worker sets ``fence``: its name and the epoch of each table
+lease it holds. Then, in the same transaction as the seq check, the writer reads the lease rows
+of the batch's tables ``FOR SHARE`` and refuses, alone and with ``LeaseLost``, each append whose
+table's row does not name this owner at the held epoch. A worker taking a table over changes
+that row first (it waits for a writer holding it ``FOR SHARE``, and a writer waits for an
+uncommitted takeover), and only then reads the table's log: so either the stale owner's append
+committed before the takeover and is in what the new owner reads, or it is refused; a stale
+owner can never append, even at a fresh seq.
+
 Reads use the connection pool directly. A batch holds at most ``max_batch`` advisory locks;
 PostgreSQL's lock table (``max_locks_per_transaction`` x connections) must have room for them.
 """
@@ -47,7 +59,7 @@ from typing import Any
 
 import asyncpg
 
-from server.tables.errors import SeqConflict, StoreClosed
+from server.tables.errors import LeaseLost, SeqConflict, StoreClosed
 from server.tables.store import (
     BatchPlan,
     NewEvent,
@@ -59,7 +71,7 @@ from server.tables.store import (
     seats_json,
 )
 
-__all__ = ["PostgresStore"]
+__all__ = ["Fence", "PostgresStore"]
 
 SCHEMA_VERSION = 1
 MAX_BATCH = 128
@@ -102,6 +114,20 @@ CREATE TABLE IF NOT EXISTS refusals (
     PRIMARY KEY (table_id, command_id)
 );
 CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS leases (
+    kind text NOT NULL,
+    key text NOT NULL,
+    owner text NOT NULL,
+    epoch bigint NOT NULL,
+    expires_at timestamptz NOT NULL,
+    PRIMARY KEY (kind, key)
+);
+"""
+
+# The table leases of a batch's tables, held while the batch commits (see "Fencing").
+_FENCES = """
+SELECT key, owner, epoch FROM leases WHERE kind = 'table' AND key = ANY($1::text[])
+ORDER BY key FOR SHARE
 """
 
 _LOCK_TABLES = "SELECT count(pg_advisory_xact_lock($1, key)) FROM unnest($2::int4[]) AS key"
@@ -159,6 +185,16 @@ def _table_lock_key(table_id: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+@dataclass
+class Fence:
+    """Who writes (a worker's name) and the epoch of each table lease it holds: an append to
+    a table not in ``epochs``, or whose lease row has another owner or epoch, is refused with
+    ``LeaseLost``."""
+
+    owner: str
+    epochs: dict[str, int]
+
+
 @dataclass(slots=True)
 class _Append:
     table_id: str
@@ -198,6 +234,8 @@ class PostgresStore:
         self._arrived = asyncio.Event()
         self._full = asyncio.Event()
         self._connection: Any = None
+        self.fence: Fence | None = None
+        """Set by a worker sharing the database with others (see "Fencing")."""
         self._writer = asyncio.create_task(self._write_loop(), name="postgres-writer")
         self._writer.add_done_callback(self._fail_pending)
 
@@ -305,11 +343,11 @@ class PostgresStore:
             try:
                 async with connection.transaction():
                     await _lock_tables(connection, batch)
-                    return await _apply(connection, batch)
+                    return await _apply(connection, batch, fence=self.fence)
             except asyncpg.UniqueViolationError:
                 async with connection.transaction():
                     await _lock_tables(connection, batch)
-                    return await _apply_one_by_one(connection, batch)
+                    return await _apply_one_by_one(connection, batch, self.fence)
         except asyncpg.PostgresError:
             raise  # the server rolled the transaction back; the connection is fine
         except BaseException:
@@ -382,6 +420,35 @@ class PostgresStore:
         )
         return None if row is None else Snapshot(table_id, int(row[0]), bytes(row[1]))
 
+    async def latest_snapshots(self, table_ids: Sequence[str]) -> dict[str, Snapshot]:
+        """The latest snapshot of each of ``table_ids`` that has one, in one query."""
+        rows = await self._readable_pool().fetch(
+            "SELECT table_id, seq, payload FROM snapshots WHERE table_id = ANY($1::text[])",
+            list(table_ids),
+        )
+        return {
+            str(table_id): Snapshot(str(table_id), int(seq), bytes(payload))
+            for table_id, seq, payload in rows
+        }
+
+    async def read_many(self, after: dict[str, int]) -> dict[str, list[StoredEvent]]:
+        """The events of each table of ``after`` (table id -> seq) after its seq, in one
+        query (loading many tables at once: a worker taking over)."""
+        rows = await self._readable_pool().fetch(
+            "SELECT e.table_id, e.seq, e.at, e.command_id, e.payload"
+            " FROM unnest($1::text[], $2::bigint[]) AS u (table_id, after)"
+            " JOIN events AS e ON e.table_id = u.table_id AND e.seq > u.after"
+            " ORDER BY e.table_id, e.seq",
+            list(after),
+            list(after.values()),
+        )
+        found: dict[str, list[StoredEvent]] = {table_id: [] for table_id in after}
+        for table_id, seq, at, command_id, payload in rows:
+            found[str(table_id)].append(
+                StoredEvent(str(table_id), int(seq), float(at), str(command_id), bytes(payload))
+            )
+        return found
+
     async def tables(self) -> list[TableSummary]:
         """See ``EventStore.tables``."""
         rows = await self._readable_pool().fetch(
@@ -424,12 +491,21 @@ async def _lock_tables(connection: Any, batch: Sequence[_Request]) -> None:
 
 
 async def _apply(
-    connection: Any, batch: Sequence[_Request], from_events: bool = False
+    connection: Any,
+    batch: Sequence[_Request],
+    from_events: bool = False,
+    fence: Fence | None = None,
 ) -> list[_Outcome]:
     """Check and write ``batch`` with one statement per kind of row; the caller holds the
     locks. The tables' last seqs come from ``tables.last_seq``, or with ``from_events`` from
-    ``events`` alone."""
+    ``events`` alone. With a ``fence``, appends to tables whose lease it does not hold are
+    refused with ``LeaseLost``."""
     appends = [request for request in batch if type(request) is _Append]
+    lost: dict[str, LeaseLost] = {}
+    if fence is not None and appends:
+        lost = await _check_fence(connection, fence, appends)
+        if lost:
+            appends = [request for request in appends if request.table_id not in lost]
     heads: dict[str, int] = {}
     if appends:
         table_ids = sorted({request.table_id for request in appends})
@@ -467,6 +543,10 @@ async def _apply(
     planned = iter(plan.outcomes)
     for request in batch:
         if isinstance(request, _Append):
+            refused = lost.get(request.table_id)
+            if refused is not None:
+                outcomes.append((request, refused, 0))
+                continue
             outcome = next(planned)
             if isinstance(outcome, SeqConflict):
                 outcomes.append((request, outcome, 0))
@@ -475,6 +555,30 @@ async def _apply(
         else:
             outcomes.append((request, None, request.seq))
     return outcomes
+
+
+async def _check_fence(
+    connection: Any, fence: Fence, appends: Sequence[_Append]
+) -> dict[str, LeaseLost]:
+    """The tables of ``appends`` whose lease ``fence`` does not hold (row locked ``FOR SHARE``
+    until the transaction ends), each with the error that refuses its appends."""
+    table_ids = sorted({request.table_id for request in appends})
+    rows = {
+        str(key): (str(owner), int(epoch))
+        for key, owner, epoch in await connection.fetch(_FENCES, table_ids)
+    }
+    lost: dict[str, LeaseLost] = {}
+    for table_id in table_ids:
+        held = fence.epochs.get(table_id)
+        row = rows.get(table_id)
+        if held is None or row != (fence.owner, held):
+            holder = f"{row[0]} (epoch {row[1]})" if row is not None else "nobody"
+            lost[table_id] = LeaseLost(
+                f"table {table_id!r}: {fence.owner} (epoch {held}) no longer holds its lease;"
+                f" held by {holder}",
+                table_id,
+            )
+    return lost
 
 
 async def _write_plan(connection: Any, plan: BatchPlan) -> None:
@@ -503,14 +607,16 @@ async def _write_plan(connection: Any, plan: BatchPlan) -> None:
         )
 
 
-async def _apply_one_by_one(connection: Any, batch: Sequence[_Request]) -> list[_Outcome]:
+async def _apply_one_by_one(
+    connection: Any, batch: Sequence[_Request], fence: Fence | None = None
+) -> list[_Outcome]:
     """The slow path after a unique violation: each request in its own savepoint, checked
     against the seqs in ``events``."""
     outcomes: list[_Outcome] = []
     for request in batch:
         try:
             async with connection.transaction():
-                outcomes.extend(await _apply(connection, [request], from_events=True))
+                outcomes.extend(await _apply(connection, [request], from_events=True, fence=fence))
         except asyncpg.UniqueViolationError as error:
             current = int(await connection.fetchval(_LAST_SEQ, request.table_id))
             conflict = SeqConflict(

@@ -18,7 +18,7 @@ import secrets
 from collections.abc import Callable
 
 from server.engine import Command
-from server.tables.actor import Outbox, Reply, TableActor
+from server.tables.actor import Outbox, Reply, TableActor, load_tables
 from server.tables.store import EventStore
 from server.tables.table import CreateTable, TableCommand, empty_table
 from server.tables.timers import NO_TIMER_METRICS, Clock, SystemClock
@@ -70,6 +70,49 @@ class TableService:
             await self._actor(summary.table_id)
             resumed.append(summary.table_id)
         return resumed
+
+    async def adopt(self, table_ids: list[str], chunk: int = 1000) -> list[TableActor]:
+        """Load and start the tables ``table_ids`` (another process served them), ``chunk``
+        at a time in a few queries each; their actors. Tables with no events are skipped."""
+        actors: list[TableActor] = []
+        for start in range(0, len(table_ids), chunk):
+            part = table_ids[start : start + chunk]
+            wanted = [table_id for table_id in part if table_id not in self.actors]
+            loaded = await load_tables(self.store, wanted)
+            for table_id, (table, last_at) in loaded.items():
+                if table_id in self.actors or table_id in self._loading:
+                    continue  # loaded meanwhile by a command
+                actor = TableActor(
+                    table,
+                    self.store,
+                    self.outbox,
+                    clock=self.clock,
+                    rng=self._table_rng(),
+                    claim_seconds=self.claim_seconds,
+                    last_at=last_at,
+                    grace_seconds=self.grace_seconds,
+                    waiting_ttl=self.waiting_ttl,
+                    finished_ttl=self.finished_ttl,
+                    on_idle=self._idle,
+                    active_at=last_at,
+                )
+                actor.metrics = self.metrics
+                actor.start()
+                self.actors[table_id] = actor
+            actors.extend(
+                self.actors[t] for t in table_ids[start : start + chunk] if t in self.actors
+            )
+        return actors
+
+    async def drop(self, table_id: str) -> None:
+        """Stop ``table_id``'s actor and forget it (another process serves the table now;
+        ``on_unload`` is not told)."""
+        loading = self._loading.get(table_id)
+        if loading is not None:
+            await asyncio.wait({loading})
+        actor = self.actors.pop(table_id, None)
+        if actor is not None:
+            await actor.stop()
 
     async def stop(self) -> None:
         """Stop every actor (their queued commands finish first)."""

@@ -1,0 +1,583 @@
+"""Scale-out workers: throughput with 1 and 2 workers, failover time, recovery of many tables.
+
+Run with ``python -m bench.workers [--parts throughput,failover,recovery] [--tables N]
+[--seconds S] [--failover-tables N] [--recovery-tables N] [--lease-ttl S] [--postgres URL]``.
+One run starts one Mosquitto with deploy/'s config (as ``bench.server`` does) and uses
+throw-away PostgreSQL databases; every worker is a process of its own (``ramino serve
+--worker``, through ``--serve-child`` to lift the per-client rate limit as ``bench.server``
+does). Three parts, in one run:
+
+1. **throughput**: ``--tables`` tables of two SDK bot players (``bench.server``'s players, in
+   ``--player-processes`` processes) playing back to back, served first by one worker holding
+   both lobby shards, then by two workers holding one each (the tables follow their host's
+   shard); after ``--warmup`` seconds, ``--seconds`` are measured: moves acknowledged ``ok`` a
+   second, the command round trip p50/p99, the CPU seconds of the workers, Mosquitto and the
+   players. Printed: both figures and their ratio (target ``>= 1.7``).
+2. **failover**: ``--failover-tables`` open tables written into the store (games started,
+   ``--moves`` random moves each), adopted by worker w1 at its start; then w2 joins. A probe
+   player at one of the tables makes a move through w1; w1 is killed (SIGKILL) and the probe at
+   once sends its next move, resent every ``PROBE_RETRY`` seconds with the same id until
+   answered: the failover time is from the kill to that move's ``ok`` (target < 10 s; lease
+   ``--lease-ttl``).
+3. **recovery**: ``--recovery-tables`` open tables (snapshots every ``SNAPSHOT_EVERY`` events,
+   so each loads from a snapshot and a tail), no worker; a fresh worker starts: the time from
+   its start to its "serving" line, and the time it took to take every table over (load,
+   republish, subscribe; target < 10 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import math
+import multiprocessing
+import multiprocessing.connection
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+
+from bench.server import (
+    RATE,
+    READY_SECONDS,
+    Broker,
+    Tally,
+    WorkerSpec,
+    fresh_store,
+    percentile,
+    process_usage,
+    run_worker,
+    start_broker,
+    stop_process,
+)
+from protocol.client import Client
+from server.engine import awaiting, is_over, legal_actions
+from server.net.embedded import SERVER_USER
+from server.net.gateway import Limits
+from server.net.serve import ServeConfig, serve
+from server.tables.actor import TableActor
+from server.tables.postgres_store import PostgresStore
+from server.tables.records import Record
+from server.tables.table import CreateTable, Sit, StartGame, TableState, empty_table
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAPSHOT_EVERY = 16
+"""Snapshots in the recovery part's tables (the server's default is 200: with a few dozen
+events a table would load from its whole log)."""
+PROBE_RETRY = 0.1
+"""Seconds between the failover probe's resends of its move."""
+PROBES = ("probe0", "probe1")
+
+
+# --- workers as processes --------------------------------------------------------------------
+
+
+def serve_child() -> None:
+    """``--serve-child``: ``serve`` as ``ramino serve`` runs it (settings from ``RAMINO_*``),
+    with the per-client rate limit lifted."""
+    from server.net.logs import configure_logging
+
+    configure_logging("text", "warning")
+    config = ServeConfig.from_env(limits=Limits(rate=RATE, burst=RATE))
+    asyncio.run(serve(config))
+
+
+@dataclass
+class WorkerProcess:
+    """A worker process and the file its output goes to."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    log: Path
+    started: float
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_for(self, pattern: str, timeout: float = 300.0) -> re.Match[str]:
+        """The first match of ``pattern`` in the output (polled: a benchmark, not a test)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = re.search(pattern, self.output())
+            if found is not None:
+                return found
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise RuntimeError(f"worker {self.name}: no {pattern!r}; its output:\n{self.output()}")
+
+
+def start_worker(
+    broker: Broker, store: str, name: str, folder: Path, shards: int = 2, ttl: float = 5.0
+) -> WorkerProcess:
+    """Worker ``name``, once it says it is serving."""
+    log = folder / f"{name}-{time.monotonic_ns()}.log"
+    environment = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "RAMINO_BROKER": broker.url,
+        "RAMINO_STORE": store,
+        "RAMINO_SERVER_USER": SERVER_USER,
+        "RAMINO_SERVER_PASSWORD": broker.server_password,
+        "RAMINO_WORKER": name,
+        "RAMINO_SHARDS": str(shards),
+        "RAMINO_LEASE_TTL": str(ttl),
+    }
+    started = time.monotonic()
+    with log.open("ab") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bench.workers", "--serve-child"],
+            cwd=ROOT,
+            env=environment,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    worker = WorkerProcess(name, process, log, started)
+    worker.wait_for("serving on")
+    return worker
+
+
+@contextlib.contextmanager
+def workers(
+    broker: Broker, store: str, count: int, folder: Path, ttl: float = 5.0
+) -> Iterator[list[WorkerProcess]]:
+    """``count`` workers on two lobby shards, once each of them serves one (or the only one
+    both); stopped with SIGTERM afterwards."""
+    started: list[WorkerProcess] = []
+    try:
+        for index in range(count):
+            started.append(start_worker(broker, store, f"w{index + 1}", folder, ttl=ttl))
+        for worker in started:
+            worker.wait_for("serves lobby shard")
+        if count == 2:
+            started[0].wait_for("handed over lobby shard")
+        yield started
+    finally:
+        for worker in started:
+            stop_process(worker.process)
+
+
+# --- 1. throughput ---------------------------------------------------------------------------
+
+
+@dataclass
+class Throughput:
+    """One throughput case."""
+
+    workers: int
+    tables: int
+    moves: int
+    seconds: float
+    p50: float
+    p99: float
+    timeouts: int
+    workers_cpu: float
+    broker_cpu: float
+    players_cpu: float
+    owners: dict[str, int]
+
+    @property
+    def rate(self) -> float:
+        return self.moves / self.seconds if self.seconds else 0.0
+
+
+def throughput_case(
+    broker: Broker, store: str, count: int, arguments: argparse.Namespace, folder: Path
+) -> Throughput:
+    """``arguments.tables`` tables of bots on ``count`` workers."""
+    context = multiprocessing.get_context("spawn")
+    names = [f"bench{index:04d}" for index in range(2 * arguments.tables)]
+    with workers(broker, store, count, folder, ttl=arguments.lease_ttl) as running:
+        processes: list[multiprocessing.process.BaseProcess] = []
+        pipes: list[multiprocessing.connection.Connection] = []
+        try:
+            share = math.ceil(arguments.tables / arguments.player_processes)
+            for index in range(arguments.player_processes):
+                players = tuple(names[2 * share * index : 2 * share * (index + 1)])
+                if not players:
+                    continue
+                spec = WorkerSpec(
+                    index,
+                    broker.url,
+                    broker.player_password,
+                    players,
+                    "basic",
+                    "greedy",
+                    arguments.seed * 1_000 + index,
+                    0.0,
+                )
+                ours, theirs = context.Pipe()
+                process = context.Process(target=run_worker, args=(spec, theirs))
+                process.start()
+                processes.append(process)
+                pipes.append(ours)
+            for pipe in pipes:
+                if not pipe.poll(READY_SECONDS):
+                    raise RuntimeError("the players did not get their tables ready")
+                pipe.recv()
+            go = time.monotonic() + 0.2
+            start = go + arguments.warmup
+            end = start + arguments.seconds
+            for pipe in pipes:
+                pipe.send((go, start, end))
+            time.sleep(max(0.0, start - time.monotonic()))
+            pids = [process.pid for process in processes if process.pid is not None]
+            before = _cpu(running, broker, pids)
+            time.sleep(max(0.0, end - time.monotonic()))
+            after = _cpu(running, broker, pids)
+            tallies: list[Tally] = []
+            for pipe in pipes:
+                if not pipe.poll(120):
+                    raise RuntimeError("the players did not report")
+                tallies.append(pipe.recv())
+        finally:
+            for child in processes:
+                child.join(30)
+                if child.is_alive():
+                    child.kill()
+        owners = asyncio.run(_owners(store))
+    latencies = [latency for tally in tallies for latency in tally.latencies]
+    return Throughput(
+        workers=count,
+        tables=arguments.tables,
+        moves=sum(tally.moves for tally in tallies),
+        seconds=end - start,
+        p50=percentile(latencies, 0.5),
+        p99=percentile(latencies, 0.99),
+        timeouts=sum(tally.timeouts for tally in tallies),
+        workers_cpu=after[0] - before[0],
+        broker_cpu=after[1] - before[1],
+        players_cpu=after[2] - before[2],
+        owners=owners,
+    )
+
+
+def _cpu(
+    running: Sequence[WorkerProcess], broker: Broker, players: Sequence[int]
+) -> tuple[float, float, float]:
+    """CPU seconds so far of the workers, Mosquitto and the players."""
+    return (
+        sum(process_usage(worker.process.pid).run for worker in running),
+        process_usage(broker.process.pid).run,
+        sum(process_usage(pid).run for pid in players),
+    )
+
+
+async def _owners(store: str) -> dict[str, int]:
+    """Worker -> the tables it holds."""
+    connection = await asyncpg.connect(store)
+    try:
+        rows = await connection.fetch(
+            "SELECT owner, count(*) FROM leases WHERE kind = 'table' GROUP BY owner"
+        )
+    finally:
+        await connection.close()
+    return {str(owner): int(count) for owner, count in rows}
+
+
+# --- open tables written straight into the store ---------------------------------------------
+
+
+class NullOutbox:
+    """Publishes nowhere: the tables are written before any worker runs."""
+
+    async def publish(
+        self, before: TableState, seq: int, record: Record, after: TableState
+    ) -> None:
+        """Drop the record."""
+
+    async def flush(self, table: TableState) -> None:
+        """Nothing to flush."""
+
+
+async def populate(
+    store_url: str, count: int, moves: int, seed: int, snapshot_every: int = 200
+) -> list[str]:
+    """``count`` two-player basic tables with a game under way, ``moves`` random moves into
+    it (fewer if a hand would end); table 0 is the probes'. Their ids."""
+    store = await PostgresStore.open(store_url)
+    outbox = NullOutbox()
+    rng = random.Random(seed)
+    gate = asyncio.Semaphore(256)
+    table_ids = [f"bench{index:06d}" for index in range(count)]
+
+    async def one(index: int, table_id: str) -> None:
+        players = PROBES if index == 0 else (f"h{index}", f"g{index}")
+        async with gate:
+            actor = TableActor(
+                empty_table(table_id),
+                store,
+                outbox,
+                rng=random.Random(rng.getrandbits(64)),
+                snapshot_every=snapshot_every,
+            )
+            actor.start()
+            try:
+                await actor.submit(players[0], CreateTable(variant="basic", seats=2), "c")
+                for player in players:
+                    await actor.submit(player, Sit(), f"sit-{player}")
+                await actor.submit(players[0], StartGame(), "start")
+                picker = random.Random(index)
+                for step in range(moves):
+                    game = actor.table.game
+                    if game is None or is_over(game) or not awaiting(game):
+                        break
+                    seat = awaiting(game)[0]
+                    command = picker.choice(legal_actions(game, seat))
+                    await actor.submit(actor.table.seats[seat], command, f"m{step}")
+                    after = actor.table.game
+                    if after is None or after.hand_number != game.hand_number:
+                        break  # a hand ended: stop while it is one
+            finally:
+                await actor.stop()
+
+    try:
+        await asyncio.gather(*(one(index, table) for index, table in enumerate(table_ids)))
+    finally:
+        await store.close()
+    return table_ids
+
+
+# --- 2. failover -----------------------------------------------------------------------------
+
+
+@dataclass
+class Failover:
+    tables: int
+    ttl: float
+    seconds: float
+    """From SIGKILL to the probe's move acknowledged by the new owner."""
+    adoption: float
+    """What the new owner took to load, republish and subscribe the tables (its own line)."""
+    adopted: int
+
+
+async def _probe_move(client: Client, table: str) -> None:
+    """Make the probe client's move at ``table`` (it must be its turn)."""
+    session = client.table(table)
+    update = await session.resync()
+    assert update.legal, "not the probe's turn"
+    reply = await session.act(update.legal[0], check=True)
+    assert reply.ok
+
+
+async def failover(
+    broker: Broker, store: str, arguments: argparse.Namespace, folder: Path
+) -> Failover:
+    """See the module docstring, part 2."""
+    table_ids = await populate(store, arguments.failover_tables, arguments.moves, arguments.seed)
+    probe = table_ids[0]
+    first = start_worker(broker, store, "w1", folder, ttl=arguments.lease_ttl)
+    second: WorkerProcess | None = None
+    clients = [
+        Client(name, broker.player_password, broker=broker.url, request_timeout=5.0)
+        for name in PROBES
+    ]
+    try:
+        first.wait_for(r"took over \d+ table")
+        second = start_worker(broker, store, "w2", folder, ttl=arguments.lease_ttl)
+        second.wait_for("serves lobby shard")
+        for client in clients:
+            await client.connect()
+        owner = (await _owners_of(store, [probe]))[probe]
+        assert owner == "w1", owner
+        mover = await _whose_turn(clients, probe)
+        await _probe_move(mover, probe)  # served by w1
+        mover = await _whose_turn(clients, probe)
+        session = mover.table(probe)
+        update = await session.resync()
+        mover.request_timeout = PROBE_RETRY
+        mover.attempts = 10_000
+        mark = len(second.output())
+        killed = time.monotonic()
+        first.process.send_signal(signal.SIGKILL)
+        reply = await session.act(update.legal[0], check=True)
+        seconds = time.monotonic() - killed
+        assert reply.ok
+        line = second.wait_for(r"took over (\d+) table\(s\) in ([\d.]+) s")
+        found = re.search(r"took over (\d+) table\(s\) in ([\d.]+) s", second.output()[mark:])
+        assert found is not None, line
+        owner = (await _owners_of(store, [probe]))[probe]
+        assert owner == "w2", owner
+        return Failover(
+            arguments.failover_tables,
+            arguments.lease_ttl,
+            seconds,
+            float(found.group(2)),
+            int(found.group(1)),
+        )
+    finally:
+        for client in clients:
+            await client.close()
+        stop_process(first.process)
+        if second is not None:
+            stop_process(second.process)
+
+
+async def _whose_turn(clients: Sequence[Client], table: str) -> Client:
+    for client in clients:
+        if (await client.table(table).resync()).legal:
+            return client
+    raise RuntimeError("neither probe may move")
+
+
+async def _owners_of(store: str, table_ids: list[str]) -> dict[str, str]:
+    connection = await asyncpg.connect(store)
+    try:
+        rows = await connection.fetch(
+            "SELECT key, owner FROM leases WHERE kind = 'table' AND key = ANY($1)", table_ids
+        )
+    finally:
+        await connection.close()
+    return {str(key): str(owner) for key, owner in rows}
+
+
+# --- 3. recovery -----------------------------------------------------------------------------
+
+
+@dataclass
+class Recovery:
+    tables: int
+    events: int
+    snapshots: int
+    start_seconds: float
+    """From spawning the worker to its "serving" line (Python start-up included)."""
+    subscribed: float
+    """From the adoption's start until every table's commands are read (a table not loaded
+    yet is loaded by its first command)."""
+    adoption: float
+    """From the adoption's start until every table is loaded and republished."""
+    adopted: int
+
+
+async def _counts(store: str) -> tuple[int, int]:
+    connection = await asyncpg.connect(store)
+    try:
+        events = int(await connection.fetchval("SELECT count(*) FROM events"))
+        snapshots = int(await connection.fetchval("SELECT count(*) FROM snapshots"))
+    finally:
+        await connection.close()
+    return events, snapshots
+
+
+def recovery(broker: Broker, store: str, arguments: argparse.Namespace, folder: Path) -> Recovery:
+    """See the module docstring, part 3."""
+    asyncio.run(
+        populate(store, arguments.recovery_tables, arguments.moves, arguments.seed, SNAPSHOT_EVERY)
+    )
+    events, snapshots = asyncio.run(_counts(store))
+    worker = start_worker(broker, store, "fresh", folder, ttl=arguments.lease_ttl)
+    try:
+        start_seconds = time.monotonic() - worker.started
+        found = worker.wait_for(r"took over (\d+) table\(s\) in ([\d.]+) s")
+        serves = worker.wait_for(r"serves \d+ adopted table\(s\) after ([\d.]+) s")
+    finally:
+        stop_process(worker.process)
+    return Recovery(
+        arguments.recovery_tables,
+        events,
+        snapshots,
+        start_seconds,
+        float(serves.group(1)),
+        float(found.group(2)),
+        int(found.group(1)),
+    )
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--serve-child"]:
+        serve_child()
+        return
+    parser = argparse.ArgumentParser(prog="python -m bench.workers", description=__doc__)
+    parser.add_argument("--parts", default="throughput,failover,recovery")
+    parser.add_argument("--tables", type=int, default=40, help="throughput: tables of bots")
+    parser.add_argument("--seconds", type=float, default=20.0, help="throughput: measured")
+    parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--player-processes", type=int, default=2)
+    parser.add_argument("--failover-tables", type=int, default=1000)
+    parser.add_argument("--recovery-tables", type=int, default=10_000)
+    parser.add_argument("--moves", type=int, default=24, help="random moves in each open table")
+    parser.add_argument("--lease-ttl", type=float, default=5.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get(
+            "RAMINO_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
+    )
+    arguments = parser.parse_args()
+    parts = set(arguments.parts.split(","))
+    print(f"bench.workers: {os.cpu_count()} CPU(s), load {os.getloadavg()[0]:.2f}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="ramino-workers-") as name:
+        folder = Path(name)
+        broker = start_broker(folder, 2 * arguments.tables)
+        _add_probes(broker, folder)
+        try:
+            if "throughput" in parts:
+                cases = []
+                for count in (1, 2):
+                    with fresh_store("postgres", arguments.postgres, folder) as store:
+                        case = throughput_case(broker, store, count, arguments, folder)
+                    cases.append(case)
+                    print(
+                        f"throughput, {count} worker(s), {case.tables} tables: "
+                        f"{case.rate:.0f} moves/s, p50 {case.p50 * 1000:.1f} ms, "
+                        f"p99 {case.p99 * 1000:.1f} ms, timeouts {case.timeouts}; CPU s: "
+                        f"workers {case.workers_cpu:.1f}, mosquitto {case.broker_cpu:.1f}, "
+                        f"players {case.players_cpu:.1f} in {case.seconds:.0f} s; "
+                        f"tables per worker {case.owners}",
+                        flush=True,
+                    )
+                ratio = cases[1].rate / cases[0].rate if cases[0].rate else 0.0
+                print(f"throughput ratio 2 workers / 1 worker: {ratio:.2f} (target >= 1.7)")
+            if "failover" in parts:
+                with fresh_store("postgres", arguments.postgres, folder) as store:
+                    result = asyncio.run(failover(broker, store, arguments, folder))
+                print(
+                    f"failover, {result.tables} open tables, lease {result.ttl:g} s: "
+                    f"{result.seconds:.2f} s from SIGKILL to the first move accepted by the new "
+                    f"owner (target < 10 s); it took {result.adopted} tables over in "
+                    f"{result.adoption:.2f} s",
+                    flush=True,
+                )
+            if "recovery" in parts:
+                with fresh_store("postgres", arguments.postgres, folder) as store:
+                    done = recovery(broker, store, arguments, folder)
+                print(
+                    f"recovery, {done.tables} open tables ({done.events} events, "
+                    f"{done.snapshots} snapshots): a fresh worker read the commands of all after "
+                    f"{done.subscribed:.2f} s and had loaded {done.adopted} in "
+                    f"{done.adoption:.2f} s (target < 10 s); its start to 'serving': "
+                    f"{done.start_seconds:.2f} s",
+                    flush=True,
+                )
+        finally:
+            stop_process(broker.process)
+
+
+def _add_probes(broker: Broker, folder: Path) -> None:
+    """Accounts for the failover probes (same password as the bench players)."""
+    from server.net.accounts import Accounts
+
+    accounts = Accounts.load(folder / "passwords")
+    for name in PROBES:
+        accounts.add(name, broker.player_password)
+    accounts.save(folder / "passwords")
+    broker.process.send_signal(signal.SIGHUP)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""Leases in PostgreSQL: which worker process serves which lobby shard and which table.
+
+Theory of operation. Several ``ramino serve --worker NAME`` processes share one PostgreSQL
+store and one broker. Ownership lives in the store's ``leases`` table, one row per thing owned:
+
+    kind       'worker' (one per live worker: membership), 'shard' or 'table'
+    key        the worker's name, the shard number, the table id
+    owner      the worker's name
+    epoch      grows by one at every change of owner: the fencing token
+    expires_at on the database's clock (so the workers' clocks do not matter)
+
+A lease is taken with one statement, ``INSERT ... ON CONFLICT DO UPDATE ... WHERE
+leases.expires_at <= now()``: it succeeds only for a new row or an expired one, and bumps the
+epoch. The holder renews all its leases with one ``UPDATE`` every ``ttl / 3`` seconds
+(matching owner and epoch); a lease that is not renewed is lost. Expired table leases are
+adopted with ``UPDATE ... FOR UPDATE SKIP LOCKED``, so that two workers adopting at once take
+disjoint tables. A stopping worker sets ``expires_at = now()`` on its leases and sends a
+``NOTIFY``, which wakes the others at once; a killed one simply stops renewing.
+
+Appends are fenced by the same rows (``server.tables.postgres_store``, "Fencing"): the store
+refuses an append to a table whose lease row does not carry this worker's name and epoch.
+
+Nothing here decides by itself who is alive: PostgreSQL is the source of truth.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import asyncpg
+
+__all__ = ["CHANNEL", "Leases"]
+
+CHANNEL = "ramino_leases"
+"""The ``NOTIFY`` channel on which a worker that released leases wakes the others."""
+
+_TAKE = """
+INSERT INTO leases (kind, key, owner, epoch, expires_at)
+VALUES ($1, $2, $3, 1, now() + make_interval(secs => $4))
+ON CONFLICT (kind, key) DO UPDATE
+    SET owner = excluded.owner, epoch = leases.epoch + 1, expires_at = excluded.expires_at
+    WHERE leases.expires_at <= now()
+RETURNING epoch
+"""
+
+_RENEW = """
+UPDATE leases AS l SET expires_at = now() + make_interval(secs => $4)
+FROM unnest($2::text[], $3::bigint[]) AS h (key, epoch)
+WHERE l.kind = $1 AND l.key = h.key AND l.epoch = h.epoch AND l.owner = $5
+RETURNING l.key
+"""
+
+_RELEASE = """
+UPDATE leases AS l SET expires_at = now()
+FROM unnest($2::text[], $3::bigint[]) AS h (key, epoch)
+WHERE l.kind = $1 AND l.key = h.key AND l.epoch = h.epoch AND l.owner = $4
+"""
+
+_DROP = """
+DELETE FROM leases AS l USING unnest($2::text[], $3::bigint[]) AS h (key, epoch)
+WHERE l.kind = $1 AND l.key = h.key AND l.epoch = h.epoch AND l.owner = $4
+"""
+
+# Tables whose lease expired (their worker died or let them go), up to $3 of them.
+_ADOPT_EXPIRED = """
+UPDATE leases AS l SET owner = $1, epoch = l.epoch + 1,
+    expires_at = now() + make_interval(secs => $2)
+FROM (
+    SELECT kind, key FROM leases
+    WHERE kind = 'table' AND expires_at <= now()
+    ORDER BY key LIMIT $3 FOR UPDATE SKIP LOCKED
+) AS free
+WHERE l.kind = free.kind AND l.key = free.key
+RETURNING l.key, l.epoch
+"""
+
+# Open tables that have no lease at all (written before the store had workers), up to $3.
+_ADOPT_UNLEASED = """
+INSERT INTO leases (kind, key, owner, epoch, expires_at)
+SELECT 'table', t.table_id, $1, 1, now() + make_interval(secs => $2)
+FROM tables AS t
+WHERE t.status IN ('waiting', 'playing')
+    AND NOT EXISTS (SELECT 1 FROM leases AS l WHERE l.kind = 'table' AND l.key = t.table_id)
+ORDER BY t.table_id LIMIT $3
+ON CONFLICT (kind, key) DO NOTHING
+RETURNING key, epoch
+"""
+
+_ORPHANS = """
+SELECT
+    (SELECT count(*) FROM leases WHERE kind = 'table' AND expires_at <= now())
+  + (SELECT count(*) FROM tables AS t WHERE t.status IN ('waiting', 'playing')
+        AND NOT EXISTS (SELECT 1 FROM leases AS l WHERE l.kind = 'table' AND l.key = t.table_id))
+"""
+
+_LIVE = """
+SELECT key FROM leases WHERE kind = 'worker' AND expires_at > now() ORDER BY key
+"""
+
+_SHARD_OWNERS = """
+SELECT key, owner FROM leases WHERE kind = 'shard' AND expires_at > now()
+"""
+
+_OPEN_TABLES = "SELECT count(*) FROM tables WHERE status IN ('waiting', 'playing')"
+
+_STARTED = """
+INSERT INTO meta (key, value) VALUES ('workers_started_at', $1)
+ON CONFLICT (key) DO UPDATE SET value = meta.value
+RETURNING value
+"""
+
+
+class Leases:
+    """The lease statements of one worker ``owner`` on a few connections of its own (the
+    renewals must not wait behind an adoption); see the module docstring. Build it with
+    ``await Leases.open(url, owner, ttl)``."""
+
+    def __init__(self, connection: Any, owner: str, ttl: float) -> None:
+        self.connection = connection
+        """An asyncpg pool."""
+        self.owner = owner
+        self.ttl = ttl
+
+    @classmethod
+    async def open(cls, url: str, owner: str, ttl: float) -> Leases:
+        """Connect to the store's database (whose schema, ``leases`` included, the store
+        created)."""
+        pool = await asyncpg.create_pool(url, min_size=1, max_size=3)
+        return cls(pool, owner, ttl)
+
+    async def close(self) -> None:
+        """Close the connections (leases not released expire by themselves)."""
+        await self.connection.close()
+
+    async def take(self, kind: str, key: str) -> int | None:
+        """Take the lease ``(kind, key)`` if nobody holds it (or its holder's expired); its new
+        epoch, or ``None`` when someone else holds it."""
+        epoch = await self.connection.fetchval(_TAKE, kind, key, self.owner, self.ttl)
+        return None if epoch is None else int(epoch)
+
+    async def renew(self, kind: str, held: dict[str, int]) -> set[str]:
+        """Renew the leases ``held`` (key -> epoch) of ``kind``; the keys renewed (the others
+        were lost: another worker took them after they expired)."""
+        if not held:
+            return set()
+        rows = await self.connection.fetch(
+            _RENEW, kind, list(held), list(held.values()), self.ttl, self.owner
+        )
+        return {str(row[0]) for row in rows}
+
+    async def release(self, kind: str, held: dict[str, int], notify: bool = True) -> None:
+        """Let the leases ``held`` of ``kind`` expire now, and wake the other workers."""
+        if held:
+            await self.connection.execute(
+                _RELEASE, kind, list(held), list(held.values()), self.owner
+            )
+        if notify:
+            await self.notify()
+
+    async def notify(self) -> None:
+        """Wake the other workers (one joined or let leases go)."""
+        await self.connection.execute(f"NOTIFY {CHANNEL}")
+
+    async def drop(self, kind: str, held: dict[str, int]) -> None:
+        """Delete the lease rows ``held`` of ``kind`` (a finished table leaving memory: nobody
+        is to adopt it)."""
+        if held:
+            await self.connection.execute(_DROP, kind, list(held), list(held.values()), self.owner)
+
+    async def live_workers(self) -> list[str]:
+        """The names of the workers whose membership lease is current."""
+        return [str(row[0]) for row in await self.connection.fetch(_LIVE)]
+
+    async def shard_owners(self) -> dict[int, str]:
+        """Shard -> the worker holding its current lease."""
+        rows = await self.connection.fetch(_SHARD_OWNERS)
+        return {int(key): str(owner) for key, owner in rows}
+
+    async def orphans(self) -> int:
+        """Open tables nobody holds: an expired lease, or none at all."""
+        return int(await self.connection.fetchval(_ORPHANS))
+
+    async def adopt_tables(self, limit: int) -> dict[str, int]:
+        """Take up to ``limit`` orphan tables; table id -> epoch."""
+        taken: dict[str, int] = {}
+        for statement in (_ADOPT_EXPIRED, _ADOPT_UNLEASED):
+            if len(taken) >= limit:
+                break
+            rows = await self.connection.fetch(statement, self.owner, self.ttl, limit - len(taken))
+            taken.update((str(key), int(epoch)) for key, epoch in rows)
+        return taken
+
+    async def open_tables(self) -> int:
+        """Waiting or playing tables in the whole store."""
+        return int(await self.connection.fetchval(_OPEN_TABLES))
+
+    async def started_at(self, now: float) -> float:
+        """When the first worker of this store started (``now`` if this is the first): the
+        ``started_at`` every worker announces, so that clients see one server."""
+        return float(await self.connection.fetchval(_STARTED, repr(now)))
+
+
+def fair_share(total: int, workers: int) -> int:
+    """How many of ``total`` things one of ``workers`` live workers should hold (rounded up).
+
+    >>> fair_share(4, 2), fair_share(5, 2), fair_share(3, 0)
+    (2, 3, 3)
+    """
+    return math.ceil(total / max(1, workers))
+
+
+def pairs(held: dict[str, int], keys: Iterable[str]) -> dict[str, int]:
+    """The entries of ``held`` for ``keys`` (those held)."""
+    return {key: held[key] for key in keys if key in held}
+
+
+def chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+    """``items`` cut into runs of at most ``size``."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
