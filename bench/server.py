@@ -695,6 +695,8 @@ class CpuSample:
     machine_busy: float
     machine_steal: float
     at: float
+    server_rss: float = 0.0
+    """The server's resident memory, bytes."""
 
 
 @dataclass
@@ -726,6 +728,8 @@ class CaseResult:
     errors: list[str] = field(default_factory=list)
     half: bool = False
     """Paced at half the capacity measured back to back in the same run (``--half``)."""
+    server_rss: float = 0.0
+    """The server's resident memory at the end of the window, bytes."""
 
     @property
     def moves_per_s(self) -> float:
@@ -815,7 +819,17 @@ def sample(server: int, broker: int, workers: Sequence[int]) -> CpuSample:
         machine_busy=busy,
         machine_steal=steal,
         at=time.monotonic(),
+        server_rss=resident_bytes(server),
     )
+
+
+def resident_bytes(pid: int) -> float:
+    """The resident memory of process ``pid`` (``VmRSS``), bytes; 0 if it is gone."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return float(line.split()[1]) * 1024
+    return 0.0
 
 
 def server_case(
@@ -915,6 +929,7 @@ def server_case(
         machine_steal=after.machine_steal - before.machine_steal,
         setup_seconds=max(tally.setup_seconds for tally in tallies),
         errors=[error for tally in tallies for error in tally.errors],
+        server_rss=after.server_rss,
     )
 
 
@@ -1116,11 +1131,11 @@ def print_cases(cases: Sequence[CaseResult], raw: RawResult, say: Say) -> None:
     say(
         f"{'tables':>6}{'offered':>9}{'moves/s':>9}{'p50 ms':>8}{'p99 ms':>9}{'server':>8}"
         f"{'loop':>6}{'loop':>6}{'ms/move':>8}{'ceiling':>8}{'broker':>7}{'players':>8}"
-        f"{'players':>8}{'others':>7}{'msgs':>6}{'refused':>8}"
+        f"{'players':>8}{'others':>7}{'msgs':>6}{'refused':>8}{'RSS':>6}"
     )
     say(
         f"{'':6}{'':9}{'':9}{'':8}{'':9}{'CPU':>8}{'CPU':>6}{'waits':>6}{'server':>8}"
-        f"{'moves/s':>8}{'CPU':>7}{'CPU':>8}{'wait':>8}{'CPU':>7}{'/move':>6}{'':8}"
+        f"{'moves/s':>8}{'CPU':>7}{'CPU':>8}{'wait':>8}{'CPU':>7}{'/move':>6}{'':8}{'MiB':>6}"
     )
     for case in cases:
         ceiling = case.moves / case.loop.run if case.loop.run else 0.0
@@ -1133,7 +1148,7 @@ def print_cases(cases: Sequence[CaseResult], raw: RawResult, say: Say) -> None:
             f"{case.share(case.broker.run):>7}{case.share(case.generator.run):>8}"
             f"{case.share(case.generator.wait):>8}{case.share(case.others_cpu):>7}"
             f"{case.messages / case.moves if case.moves else 0:>6.1f}"
-            f"{sum(case.refused.values()) + case.timeouts:>8}"
+            f"{sum(case.refused.values()) + case.timeouts:>8}{case.server_rss / 2**20:>6.0f}"
         )
     say(
         "(CPU: CPU seconds per second of the window, 100% = one core of the 2. server: the "
@@ -1142,7 +1157,8 @@ def print_cases(cases: Sequence[CaseResult], raw: RawResult, say: Say) -> None:
         "thread, the rate if it had a core to itself; broker: Mosquitto; players: the "
         "load-generator processes, CPU and wait; others: the rest of the machine (other "
         "users); msgs/move: messages the players received per move; refused: game commands "
-        "refused or timed out; h: the case at half the capacity)"
+        "refused or timed out; RSS: the server's resident memory at the window's end; h: the case "
+        "at half the capacity)"
     )
     say()
     say(
@@ -1169,6 +1185,7 @@ def to_json(raw: RawResult, cases: Sequence[CaseResult], target: dict[str, Any])
             p99_ms=case.p99 * 1000,
             server_cpu_ms_per_move=case.server_ms_per_move,
             others_cpu=case.others_cpu,
+            server_rss_mib=case.server_rss / 2**20,
         )
         return data
 
