@@ -186,6 +186,9 @@ class RawResult:
     flushes: list[float] = field(default_factory=list)
     """Seconds per 4 KiB write and ``fdatasync`` in the store's folder (a SQLite commit's
     floor with ``synchronous=FULL``)."""
+    publish_cpu: dict[int, float] = field(default_factory=dict)
+    """The publishing process's CPU seconds per message sent, by QoS (gmqtt's packet
+    building, and at QoS 1 its packet ids, kept copies and the PUBACKs read)."""
 
     @property
     def p50(self) -> float:
@@ -290,8 +293,9 @@ async def ping_pong(url: str, password: str, seconds: float) -> list[float]:
 
 async def one_way(
     url: str, password: str, qos: int, counter: SharedCount, seconds: float
-) -> tuple[float, int, int]:
-    """Publish for ``seconds`` at ``qos``; return (delivered/s, sent, delivered)."""
+) -> tuple[float, int, int, float]:
+    """Publish for ``seconds`` at ``qos``; return (delivered/s, sent, delivered, this
+    process's CPU seconds per message sent)."""
     publisher = Transport(SERVER_USER, password)
     await publisher.connect(parse_broker_url(url))
     await publisher.connected.wait()
@@ -299,6 +303,7 @@ async def one_way(
     payload = random.Random(qos).randbytes(PAYLOAD_BYTES)
     base = counter.value
     sent = 0
+    cpu = time.process_time()
     started = time.monotonic()
     end = started + seconds
     try:
@@ -315,10 +320,11 @@ async def one_way(
                 break
             await asyncio.sleep(0.001)
         finished = time.monotonic()
+        cpu = time.process_time() - cpu
     finally:
         await publisher.close()
     delivered = counter.value - base
-    return delivered / (finished - started), sent, delivered
+    return delivered / (finished - started), sent, delivered, cpu / max(sent, 1)
 
 
 def disk_flushes(folder: Path, count: int = 200) -> list[float]:
@@ -364,18 +370,23 @@ def raw_broker(broker: Broker, seconds: float, say: Say) -> RawResult:
         rates: dict[int, float] = {}
         sent: dict[int, int] = {}
         delivered: dict[int, int] = {}
+        publish_cpu: dict[int, float] = {}
         for qos in (0, 1):
-            rates[qos], sent[qos], delivered[qos] = asyncio.run(
+            rates[qos], sent[qos], delivered[qos], publish_cpu[qos] = asyncio.run(
                 one_way(broker.url, broker.server_password, qos, counters[qos], seconds)
             )
-            say(f"  one-way QoS {qos}: {rates[qos]:,.0f} msg/s", flush=True)
+            say(
+                f"  one-way QoS {qos}: {rates[qos]:,.0f} msg/s, publisher "
+                f"{publish_cpu[qos] * 1e6:.1f} CPU us/message",
+                flush=True,
+            )
         peer_cpu = process_usage(peer.pid).run - cpu_before
         ours.send("stop")
     finally:
         peer.join(30)
         if peer.is_alive():
             peer.kill()
-    return RawResult(round_trips, rates, sent, delivered, peer_cpu)
+    return RawResult(round_trips, rates, sent, delivered, peer_cpu, publish_cpu=publish_cpu)
 
 
 # --- 2. the server: players ----------------------------------------------------------------------
@@ -1201,6 +1212,7 @@ def to_json(raw: RawResult, cases: Sequence[CaseResult], target: dict[str, Any])
             "sent": {f"qos{qos}": count for qos, count in raw.sent.items()},
             "delivered": {f"qos{qos}": count for qos, count in raw.delivered.items()},
             "peer_cpu_s": raw.peer_cpu,
+            "publish_cpu_us": {f"qos{qos}": cpu * 1e6 for qos, cpu in raw.publish_cpu.items()},
             "fdatasync_p50_ms": percentile(raw.flushes, 0.5) * 1000,
             "fdatasync_p99_ms": percentile(raw.flushes, 0.99) * 1000,
         },
@@ -1330,8 +1342,13 @@ def main_run(arguments: argparse.Namespace) -> None:
                 losses = f", {lost:,} lost" if lost else ""
                 say(
                     f"one-way QoS {qos}: {raw.rates[qos]:,.0f} msg/s delivered "
-                    f"({raw.delivered[qos]:,} of {raw.sent[qos]:,}{losses})"
+                    f"({raw.delivered[qos]:,} of {raw.sent[qos]:,}{losses}); the publisher "
+                    f"{raw.publish_cpu[qos] * 1e6:.1f} CPU us a message"
                 )
+            say(
+                f"publisher CPU a message, QoS 1 / QoS 0: "
+                f"{raw.publish_cpu[1] / max(raw.publish_cpu[0], 1e-12):.2f}"
+            )
             say(
                 f"disk, for reference (a SQLite commit syncs the WAL once): 4 KiB write + "
                 f"fdatasync in {folder.parent}, p50 {milliseconds(percentile(raw.flushes, 0.5))}"
