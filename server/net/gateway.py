@@ -583,6 +583,7 @@ class Gateway:
         """``table_id`` left the service's memory: forget it here too, and take its listing
         out of the lobby."""
         self._batches.pop(table_id, None)
+        self._listing_keys.pop(table_id, None)
         listing = self._listings.pop(table_id, None)
         if listing is not None and listing.status != "closed":  # a closed one is cleared
             self.transport.publish(topics.lobby_listing(table_id), b"", qos=1, retain=True)
