@@ -294,7 +294,7 @@ def main() -> None:
                     f"round {round_number + 1} {name:>10}: {result['cpu_ms_per_move']:.3f} "
                     f"CPU ms/move (driver {result['driver_ms_per_move']:.3f} left out), "
                     f"{result['moves_per_s']:,.0f} moves/s, machine busy {machine:.0f}% "
-                    f"of a core",
+                    f"(100% = one core)",
                     flush=True,
                 )
         medians = {name: statistics.median(values) for name, values in results.items()}

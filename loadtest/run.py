@@ -34,7 +34,7 @@ __all__ = ["SCENARIOS", "Scenario", "locust_command", "run_command"]
 ROOT = Path(__file__).resolve().parents[1]
 LOCUSTFILE = Path(__file__).resolve().with_name("locustfile.py")
 DEPLOY = ROOT / "deploy" / "mosquitto"
-START_SECONDS = 20.0
+START_SECONDS = 60.0
 """Longest the local broker or server may take to start."""
 
 
