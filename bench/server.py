@@ -186,6 +186,9 @@ class RawResult:
     flushes: list[float] = field(default_factory=list)
     """Seconds per 4 KiB write and ``fdatasync`` in the store's folder (a SQLite commit's
     floor with ``synchronous=FULL``)."""
+    publish_cpu: dict[int, float] = field(default_factory=dict)
+    """The publishing process's CPU seconds per message sent, by QoS (gmqtt's packet
+    building, and at QoS 1 its packet ids, kept copies and the PUBACKs read)."""
 
     @property
     def p50(self) -> float:
@@ -290,8 +293,9 @@ async def ping_pong(url: str, password: str, seconds: float) -> list[float]:
 
 async def one_way(
     url: str, password: str, qos: int, counter: SharedCount, seconds: float
-) -> tuple[float, int, int]:
-    """Publish for ``seconds`` at ``qos``; return (delivered/s, sent, delivered)."""
+) -> tuple[float, int, int, float]:
+    """Publish for ``seconds`` at ``qos``; return (delivered/s, sent, delivered, this
+    process's CPU seconds per message sent)."""
     publisher = Transport(SERVER_USER, password)
     await publisher.connect(parse_broker_url(url))
     await publisher.connected.wait()
@@ -299,6 +303,7 @@ async def one_way(
     payload = random.Random(qos).randbytes(PAYLOAD_BYTES)
     base = counter.value
     sent = 0
+    cpu = time.process_time()
     started = time.monotonic()
     end = started + seconds
     try:
@@ -315,10 +320,11 @@ async def one_way(
                 break
             await asyncio.sleep(0.001)
         finished = time.monotonic()
+        cpu = time.process_time() - cpu
     finally:
         await publisher.close()
     delivered = counter.value - base
-    return delivered / (finished - started), sent, delivered
+    return delivered / (finished - started), sent, delivered, cpu / max(sent, 1)
 
 
 def disk_flushes(folder: Path, count: int = 200) -> list[float]:
@@ -364,18 +370,23 @@ def raw_broker(broker: Broker, seconds: float, say: Say) -> RawResult:
         rates: dict[int, float] = {}
         sent: dict[int, int] = {}
         delivered: dict[int, int] = {}
+        publish_cpu: dict[int, float] = {}
         for qos in (0, 1):
-            rates[qos], sent[qos], delivered[qos] = asyncio.run(
+            rates[qos], sent[qos], delivered[qos], publish_cpu[qos] = asyncio.run(
                 one_way(broker.url, broker.server_password, qos, counters[qos], seconds)
             )
-            say(f"  one-way QoS {qos}: {rates[qos]:,.0f} msg/s", flush=True)
+            say(
+                f"  one-way QoS {qos}: {rates[qos]:,.0f} msg/s, publisher "
+                f"{publish_cpu[qos] * 1e6:.1f} CPU us/message",
+                flush=True,
+            )
         peer_cpu = process_usage(peer.pid).run - cpu_before
         ours.send("stop")
     finally:
         peer.join(30)
         if peer.is_alive():
             peer.kill()
-    return RawResult(round_trips, rates, sent, delivered, peer_cpu)
+    return RawResult(round_trips, rates, sent, delivered, peer_cpu, publish_cpu=publish_cpu)
 
 
 # --- 2. the server: players ----------------------------------------------------------------------
@@ -695,6 +706,8 @@ class CpuSample:
     machine_busy: float
     machine_steal: float
     at: float
+    server_rss: float = 0.0
+    """The server's resident memory, bytes."""
 
 
 @dataclass
@@ -726,6 +739,8 @@ class CaseResult:
     errors: list[str] = field(default_factory=list)
     half: bool = False
     """Paced at half the capacity measured back to back in the same run (``--half``)."""
+    server_rss: float = 0.0
+    """The server's resident memory at the end of the window, bytes."""
 
     @property
     def moves_per_s(self) -> float:
@@ -815,7 +830,17 @@ def sample(server: int, broker: int, workers: Sequence[int]) -> CpuSample:
         machine_busy=busy,
         machine_steal=steal,
         at=time.monotonic(),
+        server_rss=resident_bytes(server),
     )
+
+
+def resident_bytes(pid: int) -> float:
+    """The resident memory of process ``pid`` (``VmRSS``), bytes; 0 if it is gone."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return float(line.split()[1]) * 1024
+    return 0.0
 
 
 def server_case(
@@ -915,6 +940,7 @@ def server_case(
         machine_steal=after.machine_steal - before.machine_steal,
         setup_seconds=max(tally.setup_seconds for tally in tallies),
         errors=[error for tally in tallies for error in tally.errors],
+        server_rss=after.server_rss,
     )
 
 
@@ -1116,11 +1142,11 @@ def print_cases(cases: Sequence[CaseResult], raw: RawResult, say: Say) -> None:
     say(
         f"{'tables':>6}{'offered':>9}{'moves/s':>9}{'p50 ms':>8}{'p99 ms':>9}{'server':>8}"
         f"{'loop':>6}{'loop':>6}{'ms/move':>8}{'ceiling':>8}{'broker':>7}{'players':>8}"
-        f"{'players':>8}{'others':>7}{'msgs':>6}{'refused':>8}"
+        f"{'players':>8}{'others':>7}{'msgs':>6}{'refused':>8}{'RSS':>6}"
     )
     say(
         f"{'':6}{'':9}{'':9}{'':8}{'':9}{'CPU':>8}{'CPU':>6}{'waits':>6}{'server':>8}"
-        f"{'moves/s':>8}{'CPU':>7}{'CPU':>8}{'wait':>8}{'CPU':>7}{'/move':>6}{'':8}"
+        f"{'moves/s':>8}{'CPU':>7}{'CPU':>8}{'wait':>8}{'CPU':>7}{'/move':>6}{'':8}{'MiB':>6}"
     )
     for case in cases:
         ceiling = case.moves / case.loop.run if case.loop.run else 0.0
@@ -1133,7 +1159,7 @@ def print_cases(cases: Sequence[CaseResult], raw: RawResult, say: Say) -> None:
             f"{case.share(case.broker.run):>7}{case.share(case.generator.run):>8}"
             f"{case.share(case.generator.wait):>8}{case.share(case.others_cpu):>7}"
             f"{case.messages / case.moves if case.moves else 0:>6.1f}"
-            f"{sum(case.refused.values()) + case.timeouts:>8}"
+            f"{sum(case.refused.values()) + case.timeouts:>8}{case.server_rss / 2**20:>6.0f}"
         )
     say(
         "(CPU: CPU seconds per second of the window, 100% = one core of the 2. server: the "
@@ -1142,7 +1168,8 @@ def print_cases(cases: Sequence[CaseResult], raw: RawResult, say: Say) -> None:
         "thread, the rate if it had a core to itself; broker: Mosquitto; players: the "
         "load-generator processes, CPU and wait; others: the rest of the machine (other "
         "users); msgs/move: messages the players received per move; refused: game commands "
-        "refused or timed out; h: the case at half the capacity)"
+        "refused or timed out; RSS: the server's resident memory at the window's end; h: the case "
+        "at half the capacity)"
     )
     say()
     say(
@@ -1169,6 +1196,7 @@ def to_json(raw: RawResult, cases: Sequence[CaseResult], target: dict[str, Any])
             p99_ms=case.p99 * 1000,
             server_cpu_ms_per_move=case.server_ms_per_move,
             others_cpu=case.others_cpu,
+            server_rss_mib=case.server_rss / 2**20,
         )
         return data
 
@@ -1184,6 +1212,7 @@ def to_json(raw: RawResult, cases: Sequence[CaseResult], target: dict[str, Any])
             "sent": {f"qos{qos}": count for qos, count in raw.sent.items()},
             "delivered": {f"qos{qos}": count for qos, count in raw.delivered.items()},
             "peer_cpu_s": raw.peer_cpu,
+            "publish_cpu_us": {f"qos{qos}": cpu * 1e6 for qos, cpu in raw.publish_cpu.items()},
             "fdatasync_p50_ms": percentile(raw.flushes, 0.5) * 1000,
             "fdatasync_p99_ms": percentile(raw.flushes, 0.99) * 1000,
         },
@@ -1313,8 +1342,13 @@ def main_run(arguments: argparse.Namespace) -> None:
                 losses = f", {lost:,} lost" if lost else ""
                 say(
                     f"one-way QoS {qos}: {raw.rates[qos]:,.0f} msg/s delivered "
-                    f"({raw.delivered[qos]:,} of {raw.sent[qos]:,}{losses})"
+                    f"({raw.delivered[qos]:,} of {raw.sent[qos]:,}{losses}); the publisher "
+                    f"{raw.publish_cpu[qos] * 1e6:.1f} CPU us a message"
                 )
+            say(
+                f"publisher CPU a message, QoS 1 / QoS 0: "
+                f"{raw.publish_cpu[1] / max(raw.publish_cpu[0], 1e-12):.2f}"
+            )
             say(
                 f"disk, for reference (a SQLite commit syncs the WAL once): 4 KiB write + "
                 f"fdatasync in {folder.parent}, p50 {milliseconds(percentile(raw.flushes, 0.5))}"

@@ -27,8 +27,11 @@ are a small share). Every measurement is a Locust request; see ``loadtest/README
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import itertools
 import json
+import math
 import random
 import secrets
 import time
@@ -41,11 +44,12 @@ import gevent
 from locust import User, constant, events, task
 from locust.env import Environment
 from locust.exception import StopUser
-from locust.runners import WorkerRunner
+from locust.runners import LocalRunner, WorkerRunner
 
 from bots.policies.base import Policy, find_policy
 from loadtest.player import (
     KIND_CHAT,
+    KIND_COMMAND,
     KIND_GAME,
     KIND_HOSTILE,
     KIND_LOBBY,
@@ -56,6 +60,7 @@ from loadtest.player import (
 )
 from loadtest.recording import Recorder
 from loadtest.summary import Thresholds, summarize
+from loadtest.timeline import FIELDS, Window, read_server_metrics
 from protocol import topics
 from protocol.codec import encode
 from protocol.game import Command as GameCommand
@@ -153,6 +158,19 @@ def _arguments(parser: Any) -> None:
     parser.add_argument(
         "--ramino-stall-seconds", type=float, default=30.0, help="longest wait for an update"
     )
+    parser.add_argument(
+        "--ramino-think",
+        type=float,
+        default=0.0,
+        help="mean seconds a player waits before each move (uniform, half to 1.5 times)",
+    )
+    parser.add_argument(
+        "--ramino-timeline", default="", help="write command p50/p99 every few seconds (CSV)"
+    )
+    parser.add_argument("--ramino-timeline-every", type=float, default=10.0)
+    parser.add_argument(
+        "--ramino-server-metrics", default="", help="the server's /metrics URL, for the timeline"
+    )
 
 
 @dataclass(frozen=True)
@@ -169,6 +187,7 @@ class Settings:
     record: Path | None
     stall_seconds: float
     drop_every: float
+    think: float = 0.0
 
     @classmethod
     def of(cls, environment: Environment) -> Settings:
@@ -210,6 +229,7 @@ class Settings:
             record=Path(record) if record else None,
             stall_seconds=float(get("ramino_stall_seconds", 30.0)),
             drop_every=float(get("ramino_drop_every", 20.0)),
+            think=max(0.0, float(get("ramino_think", 0.0))),
         )
 
 
@@ -474,6 +494,8 @@ class RaminoPlayer(User):
         return rules
 
     def _move(self, track: TableTrack, seen: Seen, view: View) -> None:
+        if self.settings.think:
+            gevent.sleep(self.settings.think * self.rng.uniform(0.5, 1.5))
         command = self.policy.choose(self._rules(view), view, seen.legal, self.rng)
         if self.drop_every:
             period = int(time.time() // (self.settings.drop_every or self.drop_every))
@@ -632,6 +654,48 @@ def _summary(environment: Environment, **_: Any) -> None:
     environment.process_exit_code = 0 if summary.passed else 1
 
 
+_window: Window | None = None
+
+
+def _request(request_type: str, response_time: float, **_: Any) -> None:
+    if _window is not None and request_type == KIND_COMMAND:
+        _window.latencies_ms.append(response_time)
+
+
+def _timeline(environment: Environment, **_: Any) -> None:
+    """With ``--ramino-timeline``: write a row of figures every few seconds (one process)."""
+    global _window
+    options = environment.parsed_options
+    path = str(getattr(options, "ramino_timeline", "") or "")
+    if not path or _window is not None or not isinstance(environment.runner, LocalRunner):
+        return
+    every = max(1.0, float(getattr(options, "ramino_timeline_every", 10.0)))
+    metrics = str(getattr(options, "ramino_server_metrics", "") or "")
+    _window = window = Window()
+    started = window.started
+
+    def write() -> None:
+        with Path(path).open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=FIELDS)
+            writer.writeheader()
+            while True:
+                gevent.sleep(every)
+                rss = cpu = math.nan
+                # A server that is busy or gone leaves the cells empty.
+                if metrics:
+                    with contextlib.suppress(OSError):
+                        rss, cpu = read_server_metrics(metrics)
+                now = time.monotonic()
+                runner = environment.runner
+                users = runner.user_count if runner is not None else 0
+                writer.writerow(window.row(now, now - started, users, rss, cpu))
+                handle.flush()
+
+    gevent.spawn(write)
+
+
 _hooks: Any = events  # Locust's EventHook is untyped
 _hooks.init_command_line_parser.add_listener(_arguments)
 _hooks.quitting.add_listener(_summary)
+_hooks.test_start.add_listener(_timeline)
+_hooks.request.add_listener(_request)

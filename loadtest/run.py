@@ -34,7 +34,7 @@ __all__ = ["SCENARIOS", "Scenario", "locust_command", "run_command"]
 ROOT = Path(__file__).resolve().parents[1]
 LOCUSTFILE = Path(__file__).resolve().with_name("locustfile.py")
 DEPLOY = ROOT / "deploy" / "mosquitto"
-START_SECONDS = 20.0
+START_SECONDS = 60.0
 """Longest the local broker or server may take to start."""
 
 
@@ -115,6 +115,12 @@ def locust_command(
         command += ["--ramino-prefix", prefix]
     if args.variants:
         command += ["--ramino-variants", args.variants]
+    if getattr(args, "think", 0.0):
+        command += ["--ramino-think", str(args.think)]
+    if getattr(args, "timeline", ""):
+        command += ["--ramino-timeline", args.timeline]
+        if getattr(args, "server_metrics", ""):
+            command += ["--ramino-server-metrics", args.server_metrics]
     if args.csv:
         command += ["--csv", args.csv]
     if args.html:
@@ -235,7 +241,7 @@ def run_command(args: argparse.Namespace) -> int:
         secret_env: dict[str, str] = {}
         if args.local:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ramino-lt-")))
-            store = ["--store", f"sqlite:///{folder / 'events.db'}"]
+            store = ["--store", getattr(args, "store", "") or f"sqlite:///{folder / 'events.db'}"]
             if args.mosquitto:
                 users = args.users or scenario.users
                 names = player_names("load", max(1, args.processes or 1), users)
@@ -246,6 +252,10 @@ def run_command(args: argparse.Namespace) -> int:
                 serve = ["--port", str(_free_port())]
             # The server's info lines (one per table change) would drown Locust's report.
             quiet = ["--log-level", "warning"]
+            if getattr(args, "timeline", ""):
+                metrics_port = _free_port()
+                serve += ["--metrics", f"127.0.0.1:{metrics_port}"]
+                args.server_metrics = f"http://127.0.0.1:{metrics_port}/metrics"
             host = stack.enter_context(_server([*serve, *store, *quiet], secret_env))
             print(f"ramino loadtest: local server on {host}", flush=True)
         elif args.host:

@@ -217,7 +217,7 @@ _CHANNELS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...], str, str, int
         ("Reply", "Update"),
         "The client's private topic: every Reply and the Updates of the tables it sits at.",
         "receive",
-        1,
+        0,
         False,
     ),
     (

@@ -266,6 +266,15 @@ def _add_loadtest(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     loadtest.add_argument(
         "--max-error-rate", type=float, default=0.01, help="threshold: failed requests share"
     )
+    loadtest.add_argument(
+        "--think", type=float, default=0.0, help="mean seconds a player waits before a move"
+    )
+    loadtest.add_argument(
+        "--timeline", default="", metavar="FILE", help="figures every 10 s as CSV (a soak)"
+    )
+    loadtest.add_argument(
+        "--store", default="", metavar="URL", help="with --local: the server's store URL"
+    )
     loadtest.set_defaults(handler=_command_loadtest)
 
 

@@ -497,7 +497,9 @@ class Gateway:
         )
 
     def _reply(self, client: str, reply: Reply) -> None:
-        self.transport.publish(topics.inbox(client), encode(reply), qos=1)
+        # Inbox messages go at QoS 0 (docs/protocol.md §3): with clean sessions QoS 1 would
+        # only add a packet id, a kept copy and an acknowledgement to every message.
+        self.transport.publish(topics.inbox(client), encode(reply), qos=INBOX_QOS)
         self.metrics.reply(reply)
 
     async def _dispatch(self, client: str, table: str, request: Request) -> Reply:
@@ -760,6 +762,7 @@ class Gateway:
         """``table_id`` left the service's memory: forget it here too, and take its listing
         out of the lobby."""
         self._batches.pop(table_id, None)
+        self._listing_keys.pop(table_id, None)
         listing = self._listings.pop(table_id, None)
         if listing is not None and listing.status != "closed":  # a closed one is cleared
             self.transport.publish(topics.lobby_listing(table_id), b"", qos=1, retain=True)
@@ -928,7 +931,7 @@ class Gateway:
                 deadline=deadline,
                 status=table.status,
             )
-            self.transport.publish(topics.inbox(player), encode(update), qos=1)
+            self.transport.publish(topics.inbox(player), encode(update), qos=INBOX_QOS)
             # What the client sends in answer is paid for: answering is never refused.
             self._limiter.credit(player, self.limits.update_credit)
         stream = TableEvents(table.table_id, batch.public)
@@ -991,6 +994,9 @@ def _ignore(message: Message) -> None:
     """What the server does with the messages that arrive while it stops."""
 
 
+INBOX_QOS = 0
+"""The QoS of every message on a client's inbox (replies and updates): see docs/protocol.md §3,
+"Inboxes are QoS 0"."""
 SNAPSHOT_SECONDS = 1.0
 """A table's retained snapshot is republished at most this often (and after its last change)."""
 STATUS_SECONDS = 1.0
