@@ -14,6 +14,7 @@ import asyncio
 import json
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -73,6 +74,7 @@ def leaderboard_json(state: LadderState, pool: str, min_matches: int) -> list[di
             "games": row.games,
             "win_share": round(row.wins / row.games, 4) if row.games else 0.0,
             "first": row.first,
+            "forfeits": row.forfeits,
         }
         for index, row in enumerate(rows)
     ]
@@ -93,10 +95,7 @@ def status_json(state: LadderState, min_matches: int) -> dict[str, Any]:
     last_refit = state.refits[-1] if state.refits else None
     return {
         "config": event_json(config) if config is not None else None,
-        "entrants": [
-            {"name": name, "kind": entrant.kind, "spec": entrant.spec, "active": state.active[name]}
-            for name, entrant in state.entrants.items()
-        ],
+        "entrants": _entrants_json(state),
         "scheduled": len(state.scheduled),
         "results": len(state.results),
         "cancelled": len(state.cancelled),
@@ -105,6 +104,24 @@ def status_json(state: LadderState, min_matches: int) -> dict[str, Any]:
         "last_refit": event_json(last_refit) if last_refit is not None else None,
         "pools": pools,
     }
+
+
+def _entrants_json(state: LadderState) -> list[dict[str, Any]]:
+    rows = []
+    for name, entrant in state.entrants.items():
+        suspended = state.suspended.get(name)
+        rows.append(
+            {
+                "name": name,
+                "kind": entrant.kind,
+                "spec": entrant.spec,
+                "active": state.active[name],
+                "failures": state.failing[name],
+                "suspended_until": suspended.until if suspended is not None else 0.0,
+                "suspended_for": suspended.reason if suspended is not None else "",
+            }
+        )
+    return rows
 
 
 def _history(state: LadderState, name: str, pool: str | None) -> list[dict[str, Any]]:
@@ -124,6 +141,7 @@ def _history(state: LadderState, name: str, pool: str | None) -> list[dict[str, 
                 "wins": result.wins[index],
                 "points": result.points[index],
                 "games": result.games,
+                "forfeited": bool(result.forfeits and result.forfeits[index]),
                 "mu": round(mu, 4),
                 "sigma": round(sigma, 4),
                 "ordinal": round(mu - 3 * sigma, 4),
@@ -218,6 +236,10 @@ def _command_status(args: argparse.Namespace) -> int:
     refit = data["last_refit"]
     if refit is not None:
         print(f"last refit at {refit['results']} results: max difference {refit['max_difference']}")
+    for entrant in data["entrants"]:
+        if entrant["suspended_until"]:
+            until = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(entrant["suspended_until"]))
+            print(f"{entrant['name']} is suspended until {until}: {entrant['suspended_for']}")
     for pool, info in data["pools"].items():
         print()
         print(f"{pool}: {info['results']} results, {info['entrants_rated']} entrants rated")
@@ -270,15 +292,13 @@ def _command_entrants(args: argparse.Namespace) -> int:
     if args.action != "list" and not args.names:
         raise LadderError(f"entrants {args.action} needs entrant names", "ladder/bad_arguments")
     state = asyncio.run(_with_ladder(args.store, args.ladder, work, create=args.action != "list"))
-    rows = [
-        {"name": name, "kind": entrant.kind, "spec": entrant.spec, "active": state.active[name]}
-        for name, entrant in state.entrants.items()
-    ]
+    rows = _entrants_json(state)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
         for row in rows:
             shown = "active" if row["active"] else "removed"
+            shown = "suspended" if row["suspended_until"] else shown
             print(f"{row['name']:<16} {row['kind']:<8} {row['spec']:<12} {shown}")
     return 0
 

@@ -33,7 +33,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -51,6 +51,10 @@ from protocol.messages import (
     CreateTable,
     Hello,
     Join,
+    LadderEntry,
+    LadderJoin,
+    LadderLeave,
+    LadderStatus,
     Leave,
     ListTables,
     ListVariants,
@@ -168,6 +172,32 @@ class _Batch:
     public: tuple[Logged, ...]
 
 
+_LOBBY_COMMANDS = (
+    Hello,
+    ListVariants,
+    CreateTable,
+    ListTables,
+    LadderJoin,
+    LadderLeave,
+    LadderStatus,
+)
+
+
+class LadderDesk(Protocol):
+    """What answers ``ladder_join``, ``ladder_leave`` and ``ladder_status``
+    (``server.ladder.serving``)."""
+
+    async def command(
+        self, client: str, command: LadderJoin | LadderLeave | LadderStatus
+    ) -> LadderEntry:
+        """Carry out ``command`` for ``client``.
+
+        Raises:
+            CodedError: refused (``ladder/*``).
+        """
+        ...
+
+
 class Gateway:
     """See the module docstring. Set ``service`` before ``start``."""
 
@@ -183,6 +213,8 @@ class Gateway:
         self.limits = limits or Limits()
         self.shards = shards
         self.service: TableService | None = None
+        self.ladder: LadderDesk | None = None
+        """Answers the ladder commands when the server runs a ladder (``--ladder``)."""
         self._limiter = RateLimiter(self.limits.rate, self.limits.burst)
         self._chat = RateLimiter(self.limits.chat_rate, self.limits.chat_burst)
         self._warned = RateLimiter(self.limits.rate, self.limits.burst)
@@ -367,7 +399,7 @@ class Gateway:
 
     async def _dispatch(self, client: str, table: str, request: Request) -> Reply:
         command = request.cmd
-        lobby = isinstance(command, Hello | ListVariants | CreateTable | ListTables)
+        lobby = isinstance(command, _LOBBY_COMMANDS)
         if lobby != (table == ""):
             where = (
                 "the lobby topic"
@@ -392,6 +424,10 @@ class Gateway:
                 return _ok(request.id, result=Tables(listed[:200]))
             case CreateTable():
                 return await self._create(client, request.id, command)
+            case LadderJoin() | LadderLeave() | LadderStatus():
+                if self.ladder is None:
+                    raise CodedError("this server runs no ladder", "ladder/not_running")
+                return _ok(request.id, result=await self.ladder.command(client, command))
         return await self._table_command(client, table, request)
 
     def _hello(self, command_id: str, versions: Iterable[int]) -> Reply:
@@ -653,6 +689,11 @@ class Gateway:
             legal=_legal(state, seat),
             deadline=actor.due() or 0.0,
         )
+
+    def online(self, client: str) -> bool:
+        """Whether ``client`` has not said it went away (its will or an offline presence)
+        since its last message."""
+        return client not in self._absent
 
     def _presence(self, client: str, payload: bytes) -> None:
         try:

@@ -29,6 +29,7 @@ from protocol.codec import encode
 from protocol.messages import PROTOCOL_VERSION, ServerStatus
 from protocol.runtime import tune_gc
 from protocol.transport import BrokerAddress, Transport, parse_broker_url, parse_broker_urls
+from server.ladder.serving import LadderServer, LadderSettings, serve_ladder
 from server.net.accounts import Accounts, AccountsError
 from server.net.broker_limits import BrokerLimits, raise_file_limit
 from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
@@ -106,6 +107,14 @@ class ServeConfig:
     broker (MQTT 3.1.1) drops retained commands itself."""
     metrics: str = ""
     """``HOST:PORT`` to serve Prometheus metrics on (``/metrics``); "": none."""
+    ladder: str = ""
+    """The ladder to run in this server (docs/ladder.md); "": none."""
+    ladder_pools: str = ""
+    """Its pools, comma-separated; "": the ladder's default pools."""
+    ladder_concurrency: int = 1
+    ladder_move_seconds: float = 10.0
+    ladder_max_timeouts: int = 2
+    ladder_max_forfeits: int = 3
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> ServeConfig:
@@ -159,6 +168,8 @@ class Running:
     """The port ``/metrics`` is served on (0: no metrics)."""
     web_url: str = ""
     """The web page's address (``http://HOST:PORT/``), "" without ``--web``."""
+    ladder: LadderServer | None = None
+    """The ladder run here (``--ladder``)."""
 
 
 @contextlib.asynccontextmanager
@@ -255,6 +266,11 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             house = HouseBots(address.url)
             await house.start()
             stack.push_async_callback(_bounded, "the house bots", house.stop)
+        ladder = None
+        if config.ladder:
+            ladder = await stack.enter_async_context(
+                serve_ladder(_ladder_settings(config), service, gateway, store)
+            )
         yield Running(
             address,
             service,
@@ -265,7 +281,19 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             metrics,
             metrics_port,
             web_url,
+            ladder,
         )
+
+
+def _ladder_settings(config: ServeConfig) -> LadderSettings:
+    settings = LadderSettings(
+        config.ladder,
+        concurrency=config.ladder_concurrency,
+        move_seconds=config.ladder_move_seconds,
+        max_timeouts=config.ladder_max_timeouts,
+        max_forfeits=config.ladder_max_forfeits,
+    )
+    return replace(settings, pools=config.ladder_pools) if config.ladder_pools else settings
 
 
 def guests_path(guests: str, store: str) -> Path | None:
