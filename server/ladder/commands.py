@@ -150,11 +150,12 @@ def _history(state: LadderState, name: str, pool: str | None) -> list[dict[str, 
     return rows
 
 
-def export_json(state: LadderState, name: str) -> dict[str, Any]:
-    """The whole ladder: status, every pool's full standings and every result."""
+def export_json(state: LadderState, name: str, refit: bool = True) -> dict[str, Any]:
+    """The whole ladder: status, every pool's full standings and every result (and how far
+    a batch refit is from the ratings, unless not ``refit``: ``None`` then)."""
     data = status_json(state, _min_matches(state, None))
     data["ladder"] = name
-    data["refit_max_difference"] = max_refit_difference(state)
+    data["refit_max_difference"] = max_refit_difference(state) if refit else None
     data["standings"] = {pool: leaderboard_json(state, pool, 0) for pool in state.standings}
     data["head_to_head"] = {
         pool: [row.as_json() for row in head_to_head(state.order, pool)] for pool in state.standings
@@ -322,7 +323,15 @@ def _command_history(args: argparse.Namespace) -> int:
 
 def _command_export(args: argparse.Namespace) -> int:
     state = asyncio.run(_with_ladder(args.store, args.ladder, _state))
-    text = json.dumps(export_json(state, args.ladder), indent=2)
+    document = export_json(state, args.ladder)
+    if args.html:
+        from server.ladder.html import render_html
+
+        with open(args.html, "w", encoding="utf-8") as file:
+            file.write(render_html(document))
+        if not args.output:
+            return 0
+    text = json.dumps(document, indent=2)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as file:
             file.write(text + "\n")
@@ -387,7 +396,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     history.add_argument("--pool", default=None)
     history.set_defaults(handler=_command_history)
 
-    export = actions.add_parser("export", help="the whole ladder as JSON")
+    export = actions.add_parser("export", help="the whole ladder as JSON (or an HTML page)")
     common(export, json_flag=False)
     export.add_argument("--output", default="", metavar="FILE", help="default: standard output")
+    export.add_argument(
+        "--html",
+        default="",
+        metavar="FILE",
+        help="write the leaderboard page there instead (with --output: the JSON too)",
+    )
     export.set_defaults(handler=_command_export)

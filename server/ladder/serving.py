@@ -120,6 +120,14 @@ class LadderServer:
             standings=tuple(standings),
         )
 
+    def html(self) -> str:
+        """The ladder's leaderboard page (``ramino ladder export --html``), from its state now
+        (without the batch refit's check)."""
+        from server.ladder.commands import export_json
+        from server.ladder.html import render_html
+
+        return render_html(export_json(self.ladder.state, self.ladder.name, refit=False))
+
     @property
     def min_matches(self) -> int:
         """Results a pool's leaderboard needs to list an entrant."""

@@ -187,6 +187,8 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
     clock = clock or SystemClock()
     listen = parse_listen(config.metrics) if config.metrics else None
     web_url = ""
+    pages: dict[str, Callable[[], str]] = {}
+    """Generated pages of the web listener (``/ladder`` while a ladder runs here)."""
     async with contextlib.AsyncExitStack() as stack:
         password = config.server_password
         if config.broker == "embedded":
@@ -211,6 +213,7 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
                 config.broker_limits,
                 guests,
                 web,
+                pages,
             )
             stack.push_async_callback(_bounded, "the embedded broker", broker.stop)
             addresses: tuple[BrokerAddress, ...] = (parse_broker_url(broker.url),)
@@ -271,6 +274,8 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             ladder = await stack.enter_async_context(
                 serve_ladder(_ladder_settings(config), service, gateway, store)
             )
+            pages["/ladder"] = ladder.html
+            stack.callback(pages.pop, "/ladder", None)
         yield Running(
             address,
             service,
@@ -327,9 +332,10 @@ async def _embedded(
     limits: BrokerLimits,
     guests: Guests | None,
     web: tuple[str, int] | None = None,
+    pages: dict[str, Callable[[], str]] | None = None,
 ) -> EmbeddedBroker:
     """The embedded broker on ``port``, or on a free port if that one is taken."""
-    http = static_site() if web is not None else None
+    http = static_site(pages=pages) if web is not None else None
     broker = EmbeddedBroker(
         port=port,
         accounts=accounts,

@@ -8,6 +8,7 @@ with a file of the built page (``server/web_static/``, made by ``make web`` from
 from __future__ import annotations
 
 import mimetypes
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from pathlib import Path
 
@@ -60,12 +61,17 @@ def _response(status: HTTPStatus, body: bytes, content_type: str) -> Response:
     return Response(status.value, status.phrase, headers, body)
 
 
-def static_site(root: Path = STATIC_ROOT) -> HttpHandler:
-    """The handler of plain HTTP requests: files under ``root``, ``/`` being ``index.html``.
+def static_site(
+    root: Path = STATIC_ROOT, pages: Mapping[str, Callable[[], str]] | None = None
+) -> HttpHandler:
+    """The handler of plain HTTP requests: files under ``root``, ``/`` being ``index.html``;
+    and the generated HTML pages of ``pages`` (path -> what writes the page, looked up at each
+    request: ``/ladder`` while the server runs a ladder).
 
     Only files directly in ``root`` or below it are served; anything else is 404.
     """
     base = root.resolve()
+    pages = {} if pages is None else pages
 
     def handle(connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
@@ -73,6 +79,9 @@ def static_site(root: Path = STATIC_ROOT) -> HttpHandler:
             return None  # the MQTT client's WebSocket handshake goes on
         if request.headers.get("Upgrade"):
             return _response(HTTPStatus.NOT_FOUND, b"WebSockets only on /mqtt\n", "text/plain")
+        page = pages.get(path.rstrip("/"))
+        if page is not None:
+            return _response(HTTPStatus.OK, page().encode(), "text/html; charset=utf-8")
         name = "index.html" if path in ("", "/") else path.lstrip("/")
         target = (base / name).resolve()
         if not target.is_relative_to(base) or not target.is_file():
