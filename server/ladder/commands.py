@@ -24,7 +24,7 @@ from server.ladder.pairing import PairingSettings
 from server.ladder.pools import DEFAULT_POOLS, parse_pools
 from server.ladder.service import Ladder, RunSettings, max_refit_difference
 from server.ladder.state import LadderState
-from server.ladder.stats import head_to_head
+from server.ladder.stats import head_to_head, shared_scores
 
 __all__ = ["add_commands", "export_json", "leaderboard_json", "status_json"]
 
@@ -321,6 +321,82 @@ def _command_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def compare_json(
+    state: LadderState,
+    first: str,
+    second: str,
+    pool: str | None,
+    elo0: float,
+    elo1: float,
+    alpha: float,
+    beta: float,
+) -> dict[str, Any]:
+    """The SPRT of ``first`` against ``second`` over the matches they shared (in ``pool``, or
+    every pool): what ``ramino ladder compare --json`` prints.
+
+    Raises:
+        LadderError: an entrant the ladder does not have (``ladder/unknown_entrant``), the
+            same entrant twice, or bad SPRT settings (``ladder/bad_arguments``).
+    """
+    from bots.duel import elo_from_score, sprt
+
+    for name in (first, second):
+        if name not in state.entrants:
+            raise LadderError(f"no entrant {name!r} on this ladder", "ladder/unknown_entrant")
+    if first == second:
+        raise LadderError("compare needs two different entrants", "ladder/bad_arguments")
+    scores = shared_scores(state.order, first, second, pool)
+    try:
+        test = sprt(scores, elo0, elo1, alpha, beta)
+    except ValueError as error:
+        raise LadderError(str(error), "ladder/bad_arguments") from None
+    mean = sum(scores) / len(scores) if scores else None
+    return {
+        "first": first,
+        "second": second,
+        "pool": pool,
+        "matches": len(scores),
+        "score": round(mean, 4) if mean is not None else None,
+        "elo": round(elo_from_score(mean), 1) if mean is not None and 0 < mean < 1 else None,
+        "elo0": elo0,
+        "elo1": elo1,
+        "alpha": alpha,
+        "beta": beta,
+        "llr": round(test.llr, 4),
+        "bounds": [round(test.lower, 4), round(test.upper, 4)],
+        "verdict": test.verdict,
+    }
+
+
+def _command_compare(args: argparse.Namespace) -> int:
+    state = asyncio.run(_with_ladder(args.store, args.ladder, _state))
+    data = compare_json(
+        state, args.first, args.second, args.pool, args.elo0, args.elo1, args.alpha, args.beta
+    )
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    where = f"in {args.pool}" if args.pool else "in every pool"
+    if not data["matches"]:
+        print(f"{args.first} and {args.second} shared no match {where}")
+    else:
+        print(
+            f"{args.first} against {args.second} {where}: {data['matches']} shared matches,"
+            f" score {data['score']:.4f}"
+        )
+    verdict = {
+        "H1": f"H1: {args.first} is at least {args.elo1:g} Elo stronger",
+        "H0": f"H0: {args.first} is at most {args.elo0:g} Elo stronger",
+        "continue": "continue: not decided yet, more matches are needed",
+    }[data["verdict"]]
+    print(
+        f"SPRT elo0={args.elo0:g} elo1={args.elo1:g} alpha={args.alpha:g} beta={args.beta:g}:"
+        f" LLR {data['llr']:.3f}, bounds [{data['bounds'][0]:.3f}, {data['bounds'][1]:.3f}]"
+    )
+    print(verdict)
+    return 0
+
+
 def _command_export(args: argparse.Namespace) -> int:
     state = asyncio.run(_with_ladder(args.store, args.ladder, _state))
     document = export_json(state, args.ladder)
@@ -395,6 +471,19 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     history.add_argument("entrant", metavar="NAME@VERSION")
     history.add_argument("--pool", default=None)
     history.set_defaults(handler=_command_history)
+
+    compare = actions.add_parser(
+        "compare", help="SPRT of one entrant against another over their shared matches"
+    )
+    common(compare)
+    compare.add_argument("first", metavar="A", help="the entrant tested as the stronger")
+    compare.add_argument("second", metavar="B")
+    compare.add_argument("--pool", default=None, help="only this pool (default: every pool)")
+    compare.add_argument("--elo0", type=float, default=0.0, help="H0: A at most this (0)")
+    compare.add_argument("--elo1", type=float, default=50.0, help="H1: A at least this (50)")
+    compare.add_argument("--alpha", type=float, default=0.05, help="false H1 rate (0.05)")
+    compare.add_argument("--beta", type=float, default=0.05, help="false H0 rate (0.05)")
+    compare.set_defaults(handler=_command_compare)
 
     export = actions.add_parser("export", help="the whole ladder as JSON (or an HTML page)")
     common(export, json_flag=False)
