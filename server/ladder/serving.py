@@ -4,8 +4,10 @@
 background with a ``TableRunner`` (matches of built-in entrants only still play in worker
 processes) and answers the lobby's ladder commands (``LadderServer.command``): ``ladder_join``
 enters the sender as ``ext:USERNAME``, ``ladder_leave`` stops pairing it, ``ladder_status``
-tells it where it stands. An external entrant is paired only while its account is online (no
-offline presence since its last message) and plays one match at a time.
+tells it where it stands. An external entrant is paired only once its account has sent
+``ladder_join`` to this server run, and while it is online (no offline presence since its last
+message); it plays one match at a time. At start, the ladder tables a stopped server left open
+are closed, and its pending matches with an external entrant cancelled.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from dataclasses import dataclass
 from protocol.messages import LadderEntry, LadderJoin, LadderLeave, LadderStanding, LadderStatus
 from server.ladder.entrants import Entrant, external
 from server.ladder.errors import LadderError
-from server.ladder.events import MatchResult
+from server.ladder.events import MatchCancelled, MatchResult
 from server.ladder.pairing import PairingSettings
 from server.ladder.pools import DEFAULT_POOLS, Pool, parse_pools
 from server.ladder.runner import ProcessRunner
 from server.ladder.service import MAX_FORFEITS, Ladder, RunSettings
-from server.ladder.tables import TableRunner
+from server.ladder.tables import HOST_PREFIX, TableRunner
 from server.net.gateway import Gateway
 from server.tables.service import TableService
 from server.tables.store import EventStore
@@ -32,6 +34,9 @@ from server.tables.store import EventStore
 __all__ = ["LadderServer", "LadderSettings", "serve_ladder"]
 
 _log = logging.getLogger(__name__)
+
+RESTARTED = "the server restarted"
+"""Why a ladder table or match left unfinished by a stopped server was closed or cancelled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,9 @@ class LadderServer:
         self.runner = runner
         self.pools = pools
         self.task: asyncio.Task[int] | None = None
+        self.joined: set[str] = set()
+        """Accounts that sent ``ladder_join`` since this server started: only they are
+        paired (a bot that has not reconnected after a restart is not)."""
 
     async def command(
         self, client: str, command: LadderJoin | LadderLeave | LadderStatus
@@ -82,7 +90,9 @@ class LadderServer:
         if isinstance(command, LadderJoin):
             offered = tuple(pool.name for pool in self.pools)
             await self.ladder.join_external(client, tuple(command.pools), offered)
+            self.joined.add(client)
         elif isinstance(command, LadderLeave):
+            self.joined.discard(client)
             await self.ladder.leave_external(client)
         return self.entry(client)
 
@@ -149,11 +159,7 @@ async def serve_ladder(
     ladder = await Ladder.open(store, settings.name)
     ladder.max_forfeits = settings.max_forfeits
     ladder.suspend_seconds = settings.suspend_seconds
-
-    def available(entrant: Entrant) -> bool:
-        return entrant.kind != "external" or gateway.online(entrant.account)
-
-    ladder.available = available
+    await _clean_up(ladder, service)
     runner = TableRunner(
         service,
         settings.name,
@@ -162,6 +168,12 @@ async def serve_ladder(
         max_timeouts=settings.max_timeouts,
     )
     server = LadderServer(ladder, runner, pools)
+
+    def available(entrant: Entrant) -> bool:
+        account = entrant.account
+        return entrant.kind != "external" or (account in server.joined and gateway.online(account))
+
+    ladder.available = available
     run = RunSettings(
         pools=pools,
         matches=0,
@@ -191,6 +203,21 @@ async def serve_ladder(
         with contextlib.suppress(BaseException):
             await server.task
         await runner.close()
+
+
+async def _clean_up(ladder: Ladder, service: TableService) -> None:
+    """What a stopped server left unfinished: its ladder tables still open (resumed by the
+    table service) are closed, and the pending matches with an external entrant are cancelled
+    (the bot may not be back; the built-in ones are played again)."""
+    host = f"{HOST_PREFIX}{ladder.name}"
+    for actor in list(service.actors.values()):
+        created = actor.table.created
+        if created is not None and created.host == host and not actor.table.closed:
+            await actor.close(RESTARTED, f"ladder-restart-{actor.table.seq}")
+    for match in ladder.state.pending():
+        entrants = [ladder.state.entrants.get(name) for name in match.entrants]
+        if any(entrant is not None and entrant.kind == "external" for entrant in entrants):
+            await ladder.append(MatchCancelled(match.match_id, RESTARTED, ladder.clock()))
 
 
 def _report(task: asyncio.Task[int]) -> None:

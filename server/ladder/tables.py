@@ -49,7 +49,10 @@ from server.tables.records import decode_record
 from server.tables.service import TableService
 from server.tables.table import CreateTable, Sit, StartGame, TableCommand
 
-__all__ = ["HAND_PAUSE", "TableRunner"]
+__all__ = ["HAND_PAUSE", "HOST_PREFIX", "TableRunner"]
+
+HOST_PREFIX = "ladder:"
+"""A ladder's tables are hosted by ``ladder:NAME`` (no MQTT account can have that name)."""
 
 HAND_PAUSE = 3600.0
 """The hand pause of a ladder table: longer than any hand, so the next hand is never dealt
@@ -134,7 +137,7 @@ class TableRunner:
             max_timeouts=self.max_timeouts,
             hand_pause_seconds=HAND_PAUSE,
         )
-        host = f"ladder:{self.ladder}"
+        host = f"{HOST_PREFIX}{self.ladder}"
         _, reply = await service.create(host, create, f"{prefix}:create", table_id)
         if not reply.ok:
             raise LadderError(f"could not open a table: [{reply.code}] {reply.message}")
