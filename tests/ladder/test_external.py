@@ -171,10 +171,19 @@ def test_the_example_bot_imports_nothing_of_this_project() -> None:
     """examples/ladder_bot.py is what a bot author outside this repository writes: aiomqtt,
     msgpack and the standard library only."""
     tree = ast.parse(EXAMPLE.read_text())
-    imported = set()
+    imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module is not None:
             imported.add(node.module.split(".")[0])
     assert imported - set(sys.stdlib_module_names) == {"aiomqtt", "msgpack"}
+
+
+def test_docs_show_the_example_bot_as_it_is() -> None:
+    """docs/ladder.md ("Bot authors") shows examples/ladder_bot.py's ``run`` verbatim."""
+    text = (ROOT / "docs" / "ladder.md").read_text()
+    shown = text.split("```python\n", 1)[1].split("```", 1)[0]
+    assert shown.startswith("async def run(")
+    assert shown in EXAMPLE.read_text()
+    assert len([line for line in shown.splitlines() if line.strip()]) <= 60
