@@ -135,6 +135,12 @@ class ServeConfig:
             ("waiting_ttl", float),
             ("finished_ttl", float),
             ("metrics", str),
+            ("ladder", str),
+            ("ladder_pools", str),
+            ("ladder_concurrency", int),
+            ("ladder_move_seconds", float),
+            ("ladder_max_timeouts", int),
+            ("ladder_max_forfeits", int),
             *_LIMITS,
             *_BROKER_LIMITS,
         )
