@@ -778,7 +778,9 @@ class Gateway:
         game = table.game
         spectator = view(game) if game is not None else None
         for seat, player in enumerate(table.seats):
-            if not player:
+            if not player or not topics.valid_name(player):
+                # A seat the server plays itself (a ladder's built-in entrant, named with an
+                # "@" no account can have) has no inbox: its cards go nowhere.
                 continue
             update = Update(
                 table=table.table_id,

@@ -13,7 +13,8 @@ then never answers. What is checked:
   ``ladder_status``, and a new ``ladder_join`` is refused with ``ladder/suspended``;
 - no card of another seat or of the stock reaches the example bot's inbox before the hand
   ends (a second connection with the bot's own account reads the same inbox; the secrecy
-  check of the network tests compares it with the truth folded from each table's log).
+  check of the network tests compares it with the truth folded from each table's log), and
+  nothing is published to an inbox of a built-in seat (no account could read it).
 """
 
 from __future__ import annotations
@@ -81,6 +82,13 @@ async def test_an_external_bot_is_rated_a_silent_one_is_suspended_and_nothing_le
         spy = Transport("goodbot", password, tap=inbox)
         spy.subscribe(topics.inbox("goodbot"), qos=1)
         await spy.connect((server.address,))
+        # Every inbox, read with the server's account: a built-in seat has none.
+        inboxes = Inbox("every inbox")
+        watcher = Transport(
+            config.server_user, server.server_password, client_id="inbox-watcher", tap=inboxes
+        )
+        watcher.subscribe(f"{topics.PREFIX}/inbox/+", qos=0)
+        await watcher.connect((server.address,))
         bot = await asyncio.create_subprocess_exec(
             sys.executable,
             str(EXAMPLE),
@@ -152,7 +160,11 @@ async def test_an_external_bot_is_rated_a_silent_one_is_suspended_and_nothing_le
                 out, err = await bot.communicate()
             await silent.close()
             await spy.close()
+            await watcher.close()
         assert b"joined as ext:goodbot" in out, err.decode()
+        readers = {message.topic.rsplit("/", 1)[1] for message in inboxes.messages}
+        assert {"goodbot", "silentbot"} <= readers
+        assert not {reader for reader in readers if "@" in reader}
 
         # Secrecy: every ladder table the bot sat at, checked against its log.
         checked = 0
