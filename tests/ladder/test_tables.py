@@ -4,8 +4,8 @@ The server runs in this process on its embedded broker; the bot is an SDK connec
 answers each update with the first entry of ``legal``. The runner plays the match of one seed
 (gin-2: two rotations) and the test reads the two tables' logs: the seats are the rotation's,
 both tables got the same deal (the one the in-process runner deals for that seed), the
-built-in seat moved (its policy, through the service), the hand ended and the table was closed
-after it, and the outcome adds up.
+built-in seat moved (its policy, through the service) and no update was published for it, the
+hand ended and the table was closed after it, and the outcome adds up.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import msgspec
 
 from protocol import topics
 from protocol.client import Client
-from protocol.transport import Message
+from protocol.transport import Message, Transport
 from server.engine import Dealt, HandEnded, chance, new_game
 from server.ladder.entrants import builtin, external
 from server.ladder.matches import chance_key
@@ -29,6 +29,7 @@ from server.ladder.tables import TableRunner
 from server.net.serve import ServeConfig, running
 from server.tables.records import TableClosed
 from server.tables.replay import read_rows
+from tests.net.players import Inbox
 
 
 class _FirstLegal:
@@ -64,16 +65,25 @@ async def test_a_match_with_an_external_bot_is_played_at_two_closed_tables(
         bot = Client("alice", secrets.token_urlsafe(12), broker=server.address, tap=tap)
         tap.client = bot
         await bot.connect()
+        # Every inbox, read with the server's account: the built-in seat's stays unused.
+        inboxes = Inbox("every inbox")
+        watcher = Transport(
+            config.server_user, server.server_password, client_id="inbox-watcher", tap=inboxes
+        )
+        watcher.subscribe(f"{topics.PREFIX}/inbox/+", qos=0)
+        await watcher.connect((server.address,))
         runner = TableRunner(server.service, "t", InlineRunner(), move_seconds=60)
         try:
             entrants = [external("alice", ("gin-2",)), builtin("greedy@1")]
             outcome = await runner.play(pool, entrants, seed)
         finally:
             await bot.close()
+            await watcher.close()
             await runner.close()
         logs = {}
         for summary in await server.store.tables():
             logs[summary.table_id] = (summary, await read_rows(server.store, summary.table_id))
+    assert {"alice"} == {message.topic.rsplit("/", 1)[1] for message in inboxes.messages}
     assert 2 == len(logs)
     assert set(tap.tables) == set(logs)
     seats = sorted(summary.seats for summary, _ in logs.values())
