@@ -90,6 +90,11 @@ from protocol.messages import (
     CreateTable,
     Hello,
     Join,
+    LadderEntry,
+    LadderJoin,
+    LadderLeave,
+    LadderStanding,
+    LadderStatus,
     Leave,
     ListTables,
     ListVariants,
@@ -676,6 +681,15 @@ def examples() -> tuple[Example, ...]:
             "Knock Rummy for two, one deal, 30 seconds a move; alice sits in seat 0.",
         ),
         _request("ListTables", ListTables(status="waiting"), _ALICE_LOBBY, None),
+        _request(
+            "LadderJoin",
+            LadderJoin(ladder="main", pools=("gin-2", "knock-2")),
+            _ALICE_LOBBY,
+            None,
+            "alice enters her account on the server's ladder `main` as `ext:alice`, in two pools.",
+        ),
+        _request("LadderLeave", LadderLeave(ladder="main"), _ALICE_LOBBY, None),
+        _request("LadderStatus", LadderStatus(), _ALICE_LOBBY, None),
     )
     table = (
         _request("Join", Join(), topics.table_command(_TABLE, "carol"), None),
@@ -812,6 +826,37 @@ def examples() -> tuple[Example, ...]:
             "inbox",
             Reply(id="5c1e0b7a", ok=True, table=_TABLE, seq=2, result=Created(_TABLE, "", 0)),
             "The table's log holds TableCreated (seq 1) and alice's PlayerSat (seq 2).",
+        ),
+        Example(
+            "Reply to LadderStatus (LadderEntry)",
+            _ALICE_INBOX,
+            "inbox",
+            Reply(
+                id="5c1e0b7a",
+                ok=True,
+                result=LadderEntry(
+                    ladder="main",
+                    entrant="ext:alice",
+                    pools=("gin-2", "knock-2"),
+                    active=True,
+                    failures=0,
+                    suspended_until=0.0,
+                    tables=(_TABLE,),
+                    standings=(
+                        LadderStanding(
+                            pool="gin-2",
+                            mu=27.5,
+                            sigma=2.25,
+                            ordinal=20.75,
+                            matches=12,
+                            forfeits=1,
+                            rank=2,
+                        ),
+                    ),
+                ),
+            ),
+            "alice plays at one ladder table now; in `gin-2` she is second of the listed"
+            " entrants after 12 matches (no result in `knock-2` yet).",
         ),
         Example(
             "Reply to Join (Synced)",

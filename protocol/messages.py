@@ -44,6 +44,11 @@ __all__ = [
     "Hello",
     "Inbox",
     "Join",
+    "LadderEntry",
+    "LadderJoin",
+    "LadderLeave",
+    "LadderStanding",
+    "LadderStatus",
     "Leave",
     "ListTables",
     "ListVariants",
@@ -124,6 +129,29 @@ class ListTables(msgspec.Struct, frozen=True, tag="list_tables"):
     variant: ShortText = ""
 
 
+class LadderJoin(msgspec.Struct, frozen=True, tag="ladder_join"):
+    """Enter the sender's account on the server's ladder as ``ext:USERNAME`` (reply:
+    ``LadderEntry``): the ladder then seats it at its tables (an ``Update`` names each)."""
+
+    ladder: ShortText = ""
+    """The ladder's name; ``""``: the one the server runs."""
+    pools: Annotated[tuple[ShortText, ...], Meta(max_length=16)] = ()
+    """The pools to play (``gin-2``, ...); empty: every pool of the ladder."""
+
+
+class LadderLeave(msgspec.Struct, frozen=True, tag="ladder_leave"):
+    """Stop being paired on the ladder (reply: ``LadderEntry``); a match under way is played
+    to its end, and the ratings stay."""
+
+    ladder: ShortText = ""
+
+
+class LadderStatus(msgspec.Struct, frozen=True, tag="ladder_status"):
+    """The sender's entry on the ladder (reply: ``LadderEntry``)."""
+
+    ladder: ShortText = ""
+
+
 # Table commands (published on ramino/v1/table/{table}/cmd/{client}) ---------------------------
 
 
@@ -171,7 +199,9 @@ class ChatSay(msgspec.Struct, frozen=True, tag="chat"):
     text: Annotated[str, Meta(min_length=1, max_length=500)]
 
 
-LobbyCommand: TypeAlias = Hello | ListVariants | CreateTable | ListTables
+LobbyCommand: TypeAlias = (
+    Hello | ListVariants | CreateTable | ListTables | LadderJoin | LadderLeave | LadderStatus
+)
 TableCommand: TypeAlias = Join | Sit | Stand | Leave | Start | Ready | Rematch | Resync | ChatSay
 AnyCommand: TypeAlias = LobbyCommand | TableCommand | GameCommand
 
@@ -294,7 +324,41 @@ class Synced(msgspec.Struct, frozen=True, tag="synced"):
     """When the move timer runs out (Unix time, 0: no timer running)."""
 
 
-Result: TypeAlias = Welcome | Variants | Tables | Created | Synced
+class LadderStanding(msgspec.Struct, frozen=True):
+    """An entrant's rating and record in one pool of a ladder."""
+
+    pool: str
+    mu: float
+    sigma: float
+    ordinal: float
+    """``mu - 3 sigma``: what the leaderboard ranks by."""
+    matches: int
+    forfeits: int
+    """Matches in which it forfeited a seat."""
+    rank: int
+    """Its place on the pool's leaderboard (1 is best); 0 while it has too few matches."""
+
+
+class LadderEntry(msgspec.Struct, frozen=True, tag="ladder_entry"):
+    """Reply to ``LadderJoin``, ``LadderLeave`` and ``LadderStatus``: the sender's entry."""
+
+    ladder: str
+    entrant: str
+    """``ext:USERNAME``."""
+    pools: tuple[str, ...]
+    """The pools it plays (those it joined; empty if it never joined)."""
+    active: bool
+    """Whether it is paired (joined, and neither left nor suspended)."""
+    failures: int
+    """Matches forfeited in a row."""
+    suspended_until: float
+    """Unix time its suspension ends; 0: not suspended."""
+    tables: tuple[str, ...]
+    """The ladder tables it sits at now."""
+    standings: tuple[LadderStanding, ...]
+
+
+Result: TypeAlias = Welcome | Variants | Tables | Created | Synced | LadderEntry
 
 
 class Reply(msgspec.Struct, frozen=True, tag="reply"):

@@ -14,6 +14,7 @@ import asyncio
 import json
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -23,7 +24,7 @@ from server.ladder.pairing import PairingSettings
 from server.ladder.pools import DEFAULT_POOLS, parse_pools
 from server.ladder.service import Ladder, RunSettings, max_refit_difference
 from server.ladder.state import LadderState
-from server.ladder.stats import head_to_head
+from server.ladder.stats import head_to_head, shared_scores
 
 __all__ = ["add_commands", "export_json", "leaderboard_json", "status_json"]
 
@@ -73,6 +74,7 @@ def leaderboard_json(state: LadderState, pool: str, min_matches: int) -> list[di
             "games": row.games,
             "win_share": round(row.wins / row.games, 4) if row.games else 0.0,
             "first": row.first,
+            "forfeits": row.forfeits,
         }
         for index, row in enumerate(rows)
     ]
@@ -93,10 +95,7 @@ def status_json(state: LadderState, min_matches: int) -> dict[str, Any]:
     last_refit = state.refits[-1] if state.refits else None
     return {
         "config": event_json(config) if config is not None else None,
-        "entrants": [
-            {"name": name, "kind": entrant.kind, "spec": entrant.spec, "active": state.active[name]}
-            for name, entrant in state.entrants.items()
-        ],
+        "entrants": _entrants_json(state),
         "scheduled": len(state.scheduled),
         "results": len(state.results),
         "cancelled": len(state.cancelled),
@@ -105,6 +104,24 @@ def status_json(state: LadderState, min_matches: int) -> dict[str, Any]:
         "last_refit": event_json(last_refit) if last_refit is not None else None,
         "pools": pools,
     }
+
+
+def _entrants_json(state: LadderState) -> list[dict[str, Any]]:
+    rows = []
+    for name, entrant in state.entrants.items():
+        suspended = state.suspended.get(name)
+        rows.append(
+            {
+                "name": name,
+                "kind": entrant.kind,
+                "spec": entrant.spec,
+                "active": state.active[name],
+                "failures": state.failing[name],
+                "suspended_until": suspended.until if suspended is not None else 0.0,
+                "suspended_for": suspended.reason if suspended is not None else "",
+            }
+        )
+    return rows
 
 
 def _history(state: LadderState, name: str, pool: str | None) -> list[dict[str, Any]]:
@@ -124,6 +141,7 @@ def _history(state: LadderState, name: str, pool: str | None) -> list[dict[str, 
                 "wins": result.wins[index],
                 "points": result.points[index],
                 "games": result.games,
+                "forfeited": bool(result.forfeits and result.forfeits[index]),
                 "mu": round(mu, 4),
                 "sigma": round(sigma, 4),
                 "ordinal": round(mu - 3 * sigma, 4),
@@ -132,11 +150,12 @@ def _history(state: LadderState, name: str, pool: str | None) -> list[dict[str, 
     return rows
 
 
-def export_json(state: LadderState, name: str) -> dict[str, Any]:
-    """The whole ladder: status, every pool's full standings and every result."""
+def export_json(state: LadderState, name: str, refit: bool = True) -> dict[str, Any]:
+    """The whole ladder: status, every pool's full standings and every result (and how far
+    a batch refit is from the ratings, unless not ``refit``: ``None`` then)."""
     data = status_json(state, _min_matches(state, None))
     data["ladder"] = name
-    data["refit_max_difference"] = max_refit_difference(state)
+    data["refit_max_difference"] = max_refit_difference(state) if refit else None
     data["standings"] = {pool: leaderboard_json(state, pool, 0) for pool in state.standings}
     data["head_to_head"] = {
         pool: [row.as_json() for row in head_to_head(state.order, pool)] for pool in state.standings
@@ -218,6 +237,10 @@ def _command_status(args: argparse.Namespace) -> int:
     refit = data["last_refit"]
     if refit is not None:
         print(f"last refit at {refit['results']} results: max difference {refit['max_difference']}")
+    for entrant in data["entrants"]:
+        if entrant["suspended_until"]:
+            until = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(entrant["suspended_until"]))
+            print(f"{entrant['name']} is suspended until {until}: {entrant['suspended_for']}")
     for pool, info in data["pools"].items():
         print()
         print(f"{pool}: {info['results']} results, {info['entrants_rated']} entrants rated")
@@ -270,15 +293,13 @@ def _command_entrants(args: argparse.Namespace) -> int:
     if args.action != "list" and not args.names:
         raise LadderError(f"entrants {args.action} needs entrant names", "ladder/bad_arguments")
     state = asyncio.run(_with_ladder(args.store, args.ladder, work, create=args.action != "list"))
-    rows = [
-        {"name": name, "kind": entrant.kind, "spec": entrant.spec, "active": state.active[name]}
-        for name, entrant in state.entrants.items()
-    ]
+    rows = _entrants_json(state)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
         for row in rows:
             shown = "active" if row["active"] else "removed"
+            shown = "suspended" if row["suspended_until"] else shown
             print(f"{row['name']:<16} {row['kind']:<8} {row['spec']:<12} {shown}")
     return 0
 
@@ -300,9 +321,93 @@ def _command_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def compare_json(
+    state: LadderState,
+    first: str,
+    second: str,
+    pool: str | None,
+    elo0: float,
+    elo1: float,
+    alpha: float,
+    beta: float,
+) -> dict[str, Any]:
+    """The SPRT of ``first`` against ``second`` over the matches they shared (in ``pool``, or
+    every pool): what ``ramino ladder compare --json`` prints.
+
+    Raises:
+        LadderError: an entrant the ladder does not have (``ladder/unknown_entrant``), the
+            same entrant twice, or bad SPRT settings (``ladder/bad_arguments``).
+    """
+    from bots.duel import elo_from_score, sprt
+
+    for name in (first, second):
+        if name not in state.entrants:
+            raise LadderError(f"no entrant {name!r} on this ladder", "ladder/unknown_entrant")
+    if first == second:
+        raise LadderError("compare needs two different entrants", "ladder/bad_arguments")
+    scores = shared_scores(state.order, first, second, pool)
+    try:
+        test = sprt(scores, elo0, elo1, alpha, beta)
+    except ValueError as error:
+        raise LadderError(str(error), "ladder/bad_arguments") from None
+    mean = sum(scores) / len(scores) if scores else None
+    return {
+        "first": first,
+        "second": second,
+        "pool": pool,
+        "matches": len(scores),
+        "score": round(mean, 4) if mean is not None else None,
+        "elo": round(elo_from_score(mean), 1) if mean is not None and 0 < mean < 1 else None,
+        "elo0": elo0,
+        "elo1": elo1,
+        "alpha": alpha,
+        "beta": beta,
+        "llr": round(test.llr, 4),
+        "bounds": [round(test.lower, 4), round(test.upper, 4)],
+        "verdict": test.verdict,
+    }
+
+
+def _command_compare(args: argparse.Namespace) -> int:
+    state = asyncio.run(_with_ladder(args.store, args.ladder, _state))
+    data = compare_json(
+        state, args.first, args.second, args.pool, args.elo0, args.elo1, args.alpha, args.beta
+    )
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    where = f"in {args.pool}" if args.pool else "in every pool"
+    if not data["matches"]:
+        print(f"{args.first} and {args.second} shared no match {where}")
+    else:
+        print(
+            f"{args.first} against {args.second} {where}: {data['matches']} shared matches,"
+            f" score {data['score']:.4f}"
+        )
+    verdict = {
+        "H1": f"H1: {args.first} is at least {args.elo1:g} Elo stronger",
+        "H0": f"H0: {args.first} is at most {args.elo0:g} Elo stronger",
+        "continue": "continue: not decided yet, more matches are needed",
+    }[data["verdict"]]
+    print(
+        f"SPRT elo0={args.elo0:g} elo1={args.elo1:g} alpha={args.alpha:g} beta={args.beta:g}:"
+        f" LLR {data['llr']:.3f}, bounds [{data['bounds'][0]:.3f}, {data['bounds'][1]:.3f}]"
+    )
+    print(verdict)
+    return 0
+
+
 def _command_export(args: argparse.Namespace) -> int:
     state = asyncio.run(_with_ladder(args.store, args.ladder, _state))
-    text = json.dumps(export_json(state, args.ladder), indent=2)
+    document = export_json(state, args.ladder)
+    if args.html:
+        from server.ladder.html import render_html
+
+        with open(args.html, "w", encoding="utf-8") as file:
+            file.write(render_html(document))
+        if not args.output:
+            return 0
+    text = json.dumps(document, indent=2)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as file:
             file.write(text + "\n")
@@ -367,7 +472,26 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     history.add_argument("--pool", default=None)
     history.set_defaults(handler=_command_history)
 
-    export = actions.add_parser("export", help="the whole ladder as JSON")
+    compare = actions.add_parser(
+        "compare", help="SPRT of one entrant against another over their shared matches"
+    )
+    common(compare)
+    compare.add_argument("first", metavar="A", help="the entrant tested as the stronger")
+    compare.add_argument("second", metavar="B")
+    compare.add_argument("--pool", default=None, help="only this pool (default: every pool)")
+    compare.add_argument("--elo0", type=float, default=0.0, help="H0: A at most this (0)")
+    compare.add_argument("--elo1", type=float, default=50.0, help="H1: A at least this (50)")
+    compare.add_argument("--alpha", type=float, default=0.05, help="false H1 rate (0.05)")
+    compare.add_argument("--beta", type=float, default=0.05, help="false H0 rate (0.05)")
+    compare.set_defaults(handler=_command_compare)
+
+    export = actions.add_parser("export", help="the whole ladder as JSON (or an HTML page)")
     common(export, json_flag=False)
     export.add_argument("--output", default="", metavar="FILE", help="default: standard output")
+    export.add_argument(
+        "--html",
+        default="",
+        metavar="FILE",
+        help="write the leaderboard page there instead (with --output: the JSON too)",
+    )
     export.set_defaults(handler=_command_export)

@@ -5,8 +5,10 @@ maps each ``name@version`` to the ``find_policy`` spec it plays, and a version n
 meaning once it has been rated. A policy whose play changes gets a new version
 (``heuristic@2``), rated from scratch beside the old one.
 
-External entrants (bots of other people, connecting over MQTT) are not there yet: they will be
-``kind="external"`` entrants played through the table service (see ``server.ladder.runner``).
+An external entrant is an MQTT account that joined the ladder with the ``ladder_join`` lobby
+command (docs/ladder.md, "Bot authors"): it is called ``ext:USERNAME``, its ``spec`` lists the
+pools it plays, and its games are played at ``ramino serve`` tables
+(``server.ladder.tables``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,18 @@ from dataclasses import dataclass
 from bots.policies.base import find_policy
 from server.ladder.errors import LadderError
 
-__all__ = ["BUILTINS", "DEFAULT_ENTRANTS", "Entrant", "builtin", "plays"]
+__all__ = [
+    "BUILTINS",
+    "DEFAULT_ENTRANTS",
+    "EXTERNAL_PREFIX",
+    "Entrant",
+    "builtin",
+    "external",
+    "plays",
+]
+
+EXTERNAL_PREFIX = "ext:"
+"""An external entrant is ``ext:`` and its MQTT username."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,9 +38,25 @@ class Entrant:
 
     name: str
     kind: str
-    """``builtin`` (played by the ladder itself)."""
+    """``builtin`` (played by the ladder itself) or ``external`` (an MQTT account)."""
     spec: str
-    """For a built-in entrant, the ``find_policy`` spec of its policy."""
+    """For a built-in entrant, the ``find_policy`` spec of its policy; for an external one,
+    the pools it plays, comma-separated."""
+
+    @property
+    def account(self) -> str:
+        """The name it sits under at a table: an external entrant's MQTT username, else the
+        entrant's name (a name no MQTT account can have: it holds ``@``)."""
+        if self.kind == "external":
+            return self.name.removeprefix(EXTERNAL_PREFIX)
+        return self.name
+
+    @property
+    def pools(self) -> tuple[str, ...]:
+        """The pools an external entrant plays (empty for a built-in one)."""
+        if self.kind != "external":
+            return ()
+        return tuple(pool for pool in self.spec.split(",") if pool)
 
 
 BUILTINS: dict[str, str] = {
@@ -61,8 +90,16 @@ def builtin(name: str) -> Entrant:
     return Entrant(name, "builtin", spec)
 
 
-def plays(entrant: Entrant, variant: str) -> bool:
-    """Whether ``entrant`` plays the preset ``variant``."""
+def external(username: str, pools: tuple[str, ...]) -> Entrant:
+    """The external entrant of the MQTT account ``username``, playing ``pools``."""
+    return Entrant(f"{EXTERNAL_PREFIX}{username}", "external", ",".join(pools))
+
+
+def plays(entrant: Entrant, variant: str, pool: str = "") -> bool:
+    """Whether ``entrant`` plays the preset ``variant`` (an external entrant: the pool
+    ``pool``)."""
+    if entrant.kind == "external":
+        return pool in entrant.pools
     if entrant.kind != "builtin":
         return False
     return variant in find_policy(entrant.spec).variants

@@ -19,6 +19,7 @@ __all__ = [
     "Configured",
     "EntrantAdded",
     "EntrantRemoved",
+    "EntrantSuspended",
     "LadderEvent",
     "MatchCancelled",
     "MatchResult",
@@ -51,7 +52,9 @@ class Configured(msgspec.Struct, frozen=True, tag="configured"):
 
 
 class EntrantAdded(msgspec.Struct, frozen=True, tag="entrant_added"):
-    """An entrant joins: ``kind`` is ``builtin`` (``spec`` names its policy configuration)."""
+    """An entrant joins (or joins again): ``kind`` is ``builtin`` (``spec`` names its policy
+    configuration) or ``external`` (an MQTT account; ``spec`` lists the pools it plays,
+    comma-separated)."""
 
     name: str
     kind: str
@@ -64,6 +67,17 @@ class EntrantRemoved(msgspec.Struct, frozen=True, tag="entrant_removed"):
 
     name: str
     reason: str
+    at: float
+
+
+class EntrantSuspended(msgspec.Struct, frozen=True, tag="entrant_suspended"):
+    """An external entrant failed too many matches in a row: it is not paired, and may not
+    join again, before ``until``."""
+
+    name: str
+    reason: str
+    failures: int
+    until: float
     at: float
 
 
@@ -94,6 +108,10 @@ class MatchResult(msgspec.Struct, frozen=True, tag="match_result"):
     sigma: tuple[float, ...]
     seconds: float
     at: float
+    forfeits: tuple[bool, ...] = ()
+    """Per entrant: whether it forfeited a seat in any game of the match (missed its move
+    timer too often, or was away); a forfeiting entrant ranks below every other. Empty in
+    logs written before external entrants."""
 
 
 class MatchCancelled(msgspec.Struct, frozen=True, tag="match_cancelled"):
@@ -117,6 +135,7 @@ LadderEvent: TypeAlias = (
     Configured
     | EntrantAdded
     | EntrantRemoved
+    | EntrantSuspended
     | MatchScheduled
     | MatchResult
     | MatchCancelled

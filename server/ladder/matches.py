@@ -99,6 +99,8 @@ class GameRecord:
     wins: tuple[Fraction, ...]
     points: tuple[Fraction, ...]
     decisions: int
+    forfeited: tuple[bool, ...] = ()
+    """Per seat: whether the seat was forfeited (games at server tables only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +112,8 @@ class MatchOutcome:
     points: tuple[Fraction, ...]
     ranks: tuple[int, ...]
     seconds: float
+    forfeits: tuple[bool, ...] = ()
+    """Per entrant: whether it forfeited a seat in any game (empty: nobody could)."""
 
 
 def play_game(
@@ -172,15 +176,25 @@ def play_game(
 
 
 def rank_totals(
-    wins: Sequence[Fraction], points: Sequence[Fraction], penalty: bool
+    wins: Sequence[Fraction],
+    points: Sequence[Fraction],
+    penalty: bool,
+    forfeits: Sequence[bool] = (),
 ) -> tuple[int, ...]:
     """Competition ranks (1 is best; equal totals share the better rank, the next is skipped)
-    by win share, then points (fewest first when ``penalty``).
+    by win share, then points (fewest first when ``penalty``); an entrant that forfeited
+    ranks below every one that did not, whatever its totals.
 
     >>> rank_totals([Fraction(1), Fraction(1), Fraction(0)], [Fraction(5), Fraction(5), 0], False)
     (1, 1, 3)
+    >>> rank_totals([Fraction(2), Fraction(0)], [Fraction(9), Fraction(0)], False, [True, False])
+    (2, 1)
     """
-    keys = [(-win, point if penalty else -point) for win, point in zip(wins, points)]
+    lost = list(forfeits) or [False] * len(wins)
+    keys = [
+        (forfeit, -win, point if penalty else -point)
+        for win, point, forfeit in zip(wins, points, lost)
+    ]
     return tuple(1 + sum(1 for other in keys if other < key) for key in keys)
 
 

@@ -23,17 +23,19 @@ import itertools
 import logging
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import msgspec
 
-from server.ladder.entrants import DEFAULT_ENTRANTS, Entrant, builtin, plays
+from server.ladder.entrants import DEFAULT_ENTRANTS, Entrant, builtin, external, plays
 from server.ladder.errors import LadderError
 from server.ladder.events import (
     Configured,
     EntrantAdded,
     EntrantRemoved,
+    EntrantSuspended,
     LadderEvent,
     MatchCancelled,
     MatchResult,
@@ -58,6 +60,12 @@ log = logging.getLogger(__name__)
 
 MAX_FAILURES = 3
 """Matches failing in a row (a runner's error, not a result) that stop a run."""
+
+MAX_FORFEITS = 3
+"""Matches an external entrant may forfeit in a row before it is suspended (default)."""
+
+SUSPEND_SECONDS = 3600.0
+"""How long a suspension lasts by default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +109,17 @@ class Ladder:
         self.clock = clock
         self.state = LadderState()
         self.refit_every = 100
+        self.max_forfeits = MAX_FORFEITS
+        """Matches forfeited in a row that suspend an external entrant (0: never)."""
+        self.suspend_seconds = SUSPEND_SECONDS
+        self.available: Callable[[Entrant], bool] | None = None
+        """Whether an entrant can be paired now (an external one: its account is online);
+        ``None``: every active entrant can."""
+        self.in_play: Counter[str] = Counter()
+        """Entrant -> matches of it being played by ``run`` now."""
+        self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._changed = asyncio.Condition()
 
     @classmethod
     async def open(
@@ -131,17 +150,32 @@ class Ladder:
             LadderError: another process appended to this ladder meanwhile
                 (``ladder/concurrent_writer``).
         """
-        at = self.clock()
-        rows = [NewEvent(encode_event(event), at) for event in events]
-        try:
-            seq = await self.store.append(self.stream, self.state.seq, rows)
-        except SeqConflict:
-            raise LadderError(
-                f"another process is writing ladder {self.name!r}", "ladder/concurrent_writer"
-            ) from None
-        first = seq - len(events) + 1
-        for offset, event in enumerate(events):
-            self.state.apply(event, first + offset)
+        async with self._lock:  # the run and the lobby's requests append in turn
+            at = self.clock()
+            rows = [NewEvent(encode_event(event), at) for event in events]
+            try:
+                seq = await self.store.append(self.stream, self.state.seq, rows)
+            except SeqConflict:
+                raise LadderError(
+                    f"another process is writing ladder {self.name!r}",
+                    "ladder/concurrent_writer",
+                ) from None
+            first = seq - len(events) + 1
+            for offset, event in enumerate(events):
+                self.state.apply(event, first + offset)
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def wait_until(self, predicate: Callable[[LadderState], bool]) -> None:
+        """Return once ``predicate(state)`` holds, checked after each append of this process
+        (tests and tools; wrap in a timeout)."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: predicate(self.state))
+
+    def wake(self) -> None:
+        """Something changed that may let a match be made (an entrant joined or came back):
+        an idle ``run`` tries again now."""
+        self._wake.set()
 
     # Entrants ----------------------------------------------------------------------------
 
@@ -167,12 +201,67 @@ class Ladder:
             raise LadderError(f"{name!r} is not an active entrant", "ladder/unknown_entrant")
         await self.append(EntrantRemoved(name, reason, self.clock()))
 
+    async def join_external(
+        self, username: str, pools: tuple[str, ...], offered: tuple[str, ...]
+    ) -> Entrant:
+        """Enter (or enter again) the MQTT account ``username`` as ``ext:USERNAME`` in
+        ``pools`` (all of ``offered`` when empty). Joining again with the same pools while
+        active changes nothing.
+
+        Raises:
+            LadderError: a pool the ladder does not run (``ladder/bad_pool``), or a suspended
+                entrant before its suspension is over (``ladder/suspended``).
+        """
+        wanted = tuple(dict.fromkeys(pools)) or offered
+        unknown = [pool for pool in wanted if pool not in offered]
+        if unknown:
+            raise LadderError(
+                f"this ladder runs {', '.join(offered)}; not {', '.join(unknown)}",
+                "ladder/bad_pool",
+            )
+        entrant = external(username, wanted)
+        suspended = self.state.suspended.get(entrant.name)
+        if suspended is not None and suspended.until > self.clock():
+            raise LadderError(
+                f"{entrant.name} is suspended until {suspended.until:.0f} (Unix time):"
+                f" {suspended.reason}",
+                "ladder/suspended",
+            )
+        known = self.state.entrants.get(entrant.name)
+        if not (self.state.active.get(entrant.name) and known == entrant):
+            await self.append(EntrantAdded(entrant.name, entrant.kind, entrant.spec, self.clock()))
+        self.wake()
+        return entrant
+
+    async def leave_external(self, username: str) -> Entrant:
+        """Stop pairing ``ext:USERNAME`` (a match it is playing is played to the end).
+
+        Raises:
+            LadderError: not an active entrant (``ladder/not_joined``).
+        """
+        name = external(username, ()).name
+        if not self.state.active.get(name):
+            raise LadderError(f"{name} has not joined this ladder", "ladder/not_joined")
+        await self.append(EntrantRemoved(name, "left", self.clock()))
+        return self.state.entrants[name]
+
+    def can_pair(self, name: str) -> bool:
+        """Whether the active entrant ``name`` may be put in a new match now: an external
+        entrant plays one match at a time, and only while ``available``."""
+        entrant = self.state.entrants[name]
+        if entrant.kind == "external" and self.in_play[name]:
+            return False
+        return self.available is None or self.available(entrant)
+
     def eligible(self, pool: Pool) -> list[str]:
-        """The active entrants that play ``pool``'s variant, in entry order."""
+        """The active entrants that play ``pool``'s variant and can be paired now, in entry
+        order."""
         return [
             name
             for name, entrant in self.state.entrants.items()
-            if self.state.active.get(name) and plays(entrant, pool.variant)
+            if self.state.active.get(name)
+            and plays(entrant, pool.variant, pool.name)
+            and self.can_pair(name)
         ]
 
     # Running -----------------------------------------------------------------------------
@@ -227,6 +316,7 @@ class Ladder:
         """Append the result of ``match`` with the ratings it leads to."""
         before = [self.state.rating(match.pool, name) for name in match.entrants]
         after = update(before, outcome.ranks)
+        forfeits = tuple(outcome.forfeits) if any(outcome.forfeits) else ()
         result = MatchResult(
             match_id=match.match_id,
             pool=match.pool,
@@ -239,8 +329,17 @@ class Ladder:
             sigma=tuple(rating.sigma for rating in after),
             seconds=round(outcome.seconds, 4),
             at=self.clock(),
+            forfeits=forfeits,
         )
         await self.append(result)
+        for name in match.entrants:
+            failing = self.state.failing[name]
+            if self.max_forfeits and failing >= self.max_forfeits:
+                now = self.clock()
+                reason = f"forfeited {failing} matches in a row"
+                await self.append(
+                    EntrantSuspended(name, reason, failing, now + self.suspend_seconds, now)
+                )
         if self.refit_every and len(self.state.results) % self.refit_every == 0:
             await self.append(
                 Refitted(len(self.state.results), max_refit_difference(self.state), self.clock())
@@ -273,12 +372,14 @@ class Ladder:
         for match in self.state.pending():
             if match.pool not in pools:
                 pools[match.pool] = parse_pool(match.pool)
-            if all(self.state.active.get(name) for name in match.entrants):
-                queue.append(match)
+            if not all(self.state.active.get(name) for name in match.entrants):
+                reason = "an entrant has left"
+            elif not all(self.can_pair(name) for name in match.entrants):
+                reason = "an external entrant is not connected"
             else:
-                await self.append(
-                    MatchCancelled(match.match_id, "an entrant has left", self.clock())
-                )
+                queue.append(match)
+                continue
+            await self.append(MatchCancelled(match.match_id, reason, self.clock()))
         cycle = itertools.cycle(settings.pools)
         playing: dict[asyncio.Task[MatchOutcome], MatchScheduled] = {}
         recorded = 0
@@ -300,17 +401,29 @@ class Ladder:
                         runner.play(pools[upcoming.pool], entrants, upcoming.seed)
                     )
                     playing[task] = upcoming
+                    self.in_play.update(upcoming.entrants)
                 if not playing:
                     if settings.matches > 0 and len(self.state.results) >= settings.matches:
                         return recorded
-                    if settings.matches > 0:
+                    if settings.matches > 0 and self.available is None:
                         log.warning("ladder %s: no match can be made; stopping", self.name)
                         return recorded
-                    await asyncio.sleep(min(60.0, DAY - self.clock() % DAY))
+                    self._wake.clear()
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(min(60.0, DAY - self.clock() % DAY)):
+                            await self._wake.wait()
                     continue
-                done, _ = await asyncio.wait(playing, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
+                self._wake.clear()
+                woken = asyncio.ensure_future(self._wake.wait())
+                try:
+                    done, _ = await asyncio.wait(
+                        [*playing, woken], return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:
+                    woken.cancel()
+                for task in [task for task in playing if task in done]:
                     match = playing.pop(task)
+                    self.in_play.subtract(match.entrants)
                     try:
                         outcome = task.result()
                     except Exception as error:  # a runner's failure must not stop the ladder
@@ -332,7 +445,8 @@ class Ladder:
         finally:
             for task in playing:
                 task.cancel()
-            for task in playing:
+            for task, match in playing.items():
+                self.in_play.subtract(match.entrants)
                 with contextlib.suppress(BaseException):
                     await task
 

@@ -17,6 +17,7 @@ from server.ladder.events import (
     Configured,
     EntrantAdded,
     EntrantRemoved,
+    EntrantSuspended,
     LadderEvent,
     MatchCancelled,
     MatchResult,
@@ -46,6 +47,8 @@ class Standing:
     wins: float = 0.0
     first: int = 0
     """Matches ranked first (alone or tied)."""
+    forfeits: int = 0
+    """Matches in which it forfeited a seat."""
 
 
 @dataclass
@@ -64,6 +67,11 @@ class LadderState:
     standings: dict[str, dict[str, Standing]] = field(default_factory=dict)
     """pool -> entrant -> standing."""
     refits: list[Refitted] = field(default_factory=list)
+    suspended: dict[str, EntrantSuspended] = field(default_factory=dict)
+    """Entrants suspended and not entered again since."""
+    failing: Counter[str] = field(default_factory=Counter)
+    """Entrant -> matches forfeited in a row (since its last clean match, entry or
+    suspension)."""
     pairs: Counter[tuple[str, int, frozenset[str]]] = field(default_factory=Counter)
     """(pool, day, pair) -> matches scheduled (and not cancelled) that day."""
 
@@ -79,9 +87,16 @@ class LadderState:
         elif isinstance(event, EntrantAdded):
             self.entrants[event.name] = Entrant(event.name, event.kind, event.spec)
             self.active[event.name] = True
+            self.suspended.pop(event.name, None)
+            self.failing.pop(event.name, None)
         elif isinstance(event, EntrantRemoved):
             self._require(event.name in self.entrants, f"removal of unknown {event.name!r}")
             self.active[event.name] = False
+        elif isinstance(event, EntrantSuspended):
+            self._require(event.name in self.entrants, f"suspension of unknown {event.name!r}")
+            self.active[event.name] = False
+            self.suspended[event.name] = event
+            self.failing.pop(event.name, None)
         elif isinstance(event, MatchScheduled):
             self._require(event.match_id not in self.scheduled, f"{event.match_id} twice")
             self.scheduled[event.match_id] = event
@@ -123,6 +138,11 @@ class LadderState:
             standing.wins += result.wins[index]
             if result.ranks[index] == 1:
                 standing.first += 1
+            if result.forfeits and result.forfeits[index]:
+                standing.forfeits += 1
+                self.failing[name] += 1
+            else:
+                self.failing.pop(name, None)
 
     @staticmethod
     def _require(condition: bool, what: str) -> None:

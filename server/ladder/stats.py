@@ -8,6 +8,11 @@ Wilson interval when every score is the same, as ``ramino duel`` does; one match
 [0, 1]). ``better`` says the first entrant is stronger with 95% confidence (the interval lies
 above 0.5).
 
+Comparison. ``shared_scores`` lists those scores of one entrant against another, match by
+match in log order (in one pool, or every pool); ``ramino ladder compare`` runs the SPRT of
+``ramino duel --sprt`` (``bots.duel.sprt``) on them, a shared match being the duplicate deal
+the duel's SPRT takes as its unit.
+
 Convergence. After each result of a pool, the entrants rated so far are ordered by ordinal;
 the order *settles* at the first result after which it never changes again (the final order
 is compared with the rated entrants present).
@@ -22,7 +27,7 @@ from bots.duel import mean_interval
 from server.ladder.events import MatchResult
 from server.ladder.ratings import Rating, prior, update
 
-__all__ = ["HeadToHead", "Settling", "head_to_head", "settling"]
+__all__ = ["HeadToHead", "Settling", "head_to_head", "settling", "shared_scores"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +58,28 @@ class HeadToHead:
         }
 
 
+def pair_score(result: MatchResult, first: str, second: str) -> float:
+    """``first``'s score against ``second`` in ``result`` (both must be in it): 1 for a
+    better rank, 0.5 for the same, 0 for a worse."""
+    mine = result.ranks[result.entrants.index(first)]
+    theirs = result.ranks[result.entrants.index(second)]
+    return 1.0 if mine < theirs else 0.5 if mine == theirs else 0.0
+
+
+def shared_scores(
+    results: Sequence[MatchResult], first: str, second: str, pool: str | None = None
+) -> list[float]:
+    """``first``'s score against ``second`` in each match they shared (in ``pool``, or in
+    any pool), in log order."""
+    return [
+        pair_score(result, first, second)
+        for result in results
+        if (pool is None or result.pool == pool)
+        and first in result.entrants
+        and second in result.entrants
+    ]
+
+
 def head_to_head(results: Sequence[MatchResult], pool: str) -> list[HeadToHead]:
     """Every ordered pair of entrants that met in ``pool``, by name."""
     scores: dict[tuple[str, str], list[float]] = {}
@@ -63,9 +90,7 @@ def head_to_head(results: Sequence[MatchResult], pool: str) -> list[HeadToHead]:
             for j, second in enumerate(result.entrants):
                 if i == j:
                     continue
-                mine, theirs = result.ranks[i], result.ranks[j]
-                score = 1.0 if mine < theirs else 0.5 if mine == theirs else 0.0
-                scores.setdefault((first, second), []).append(score)
+                scores.setdefault((first, second), []).append(pair_score(result, first, second))
     rows = []
     for (first, second), values in sorted(scores.items()):
         mean, low, high = mean_interval(values) if len(values) > 1 else (values[0], 0.0, 1.0)

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from protocol.transport import TransportError
+from server.ladder.errors import LadderError
 from server.net.accounts import Accounts, AccountsError, random_password
 from server.net.embedded import SERVER_USER, BrokerPortBusy
 from server.net.logs import configure_logging
@@ -175,6 +176,34 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="seconds a worker's leases last without renewal (5)",
     )
     serve_parser.add_argument(
+        "--ladder",
+        metavar="NAME",
+        help="run the bot ladder NAME here: MQTT accounts join it with ladder_join and play at "
+        "this server's tables (docs/ladder.md)",
+    )
+    serve_parser.add_argument(
+        "--ladder-pools",
+        metavar="POOLS",
+        help="its pools, comma-separated (gin-2,knock-2,rummy500-3,ramino-4)",
+    )
+    serve_parser.add_argument(
+        "--ladder-concurrency", type=int, help="ladder matches played at once (1)"
+    )
+    serve_parser.add_argument(
+        "--ladder-move-seconds", type=float, help="move timer of ladder tables (10)"
+    )
+    serve_parser.add_argument(
+        "--ladder-max-timeouts",
+        type=int,
+        help="timeouts in a row that forfeit a seat at a ladder table (2)",
+    )
+    serve_parser.add_argument(
+        "--ladder-max-forfeits",
+        type=int,
+        help="matches forfeited in a row that suspend an external entrant for an hour (3; 0: "
+        "never)",
+    )
+    serve_parser.add_argument(
         "--log-format",
         choices=("auto", "json", "text"),
         default="auto",
@@ -250,6 +279,12 @@ def serve_config(args: argparse.Namespace, env: Mapping[str, str] | None = None)
         worker=args.worker,
         shards=args.shards,
         lease_ttl=args.lease_ttl,
+        ladder=getattr(args, "ladder", None),
+        ladder_pools=getattr(args, "ladder_pools", None),
+        ladder_concurrency=getattr(args, "ladder_concurrency", None),
+        ladder_move_seconds=getattr(args, "ladder_move_seconds", None),
+        ladder_max_timeouts=getattr(args, "ladder_max_timeouts", None),
+        ladder_max_forfeits=getattr(args, "ladder_max_forfeits", None),
     )
 
 
@@ -284,7 +319,7 @@ def _command_serve(args: argparse.Namespace) -> int:
         return 2
     try:
         asyncio.run(serve(config))
-    except BrokerPortBusy as error:
+    except (BrokerPortBusy, LadderError) as error:
         print(f"ramino: {error}", file=sys.stderr)
         return 2
     except AccountsError as error:

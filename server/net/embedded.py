@@ -321,7 +321,6 @@ class _RaminoBroker(Broker):  # type: ignore[misc]
         try:
             await super().ws_connected(websocket, listener_name)
         finally:
-            self._forget_refused(counted)
             self._ramino_limits.close_socket(counted)
 
     async def stream_connected(self, reader: Any, writer: Any, listener_name: str) -> None:

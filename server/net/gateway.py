@@ -33,7 +33,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -58,6 +58,10 @@ from protocol.messages import (
     CreateTable,
     Hello,
     Join,
+    LadderEntry,
+    LadderJoin,
+    LadderLeave,
+    LadderStatus,
     Leave,
     ListTables,
     ListVariants,
@@ -179,6 +183,32 @@ class _Batch:
     public: tuple[Logged, ...]
 
 
+_LOBBY_COMMANDS = (
+    Hello,
+    ListVariants,
+    CreateTable,
+    ListTables,
+    LadderJoin,
+    LadderLeave,
+    LadderStatus,
+)
+
+
+class LadderDesk(Protocol):
+    """What answers ``ladder_join``, ``ladder_leave`` and ``ladder_status``
+    (``server.ladder.serving``)."""
+
+    async def command(
+        self, client: str, command: LadderJoin | LadderLeave | LadderStatus
+    ) -> LadderEntry:
+        """Carry out ``command`` for ``client``.
+
+        Raises:
+            CodedError: refused (``ladder/*``).
+        """
+        ...
+
+
 class Gateway:
     """See the module docstring. Set ``service`` before ``start``."""
 
@@ -194,6 +224,8 @@ class Gateway:
         self.limits = limits or Limits()
         self.shards = shards
         self.service: TableService | None = None
+        self.ladder: LadderDesk | None = None
+        """Answers the ladder commands when the server runs a ladder (``--ladder``)."""
         self._limiter = RateLimiter(self.limits.rate, self.limits.burst)
         self._chat = RateLimiter(self.limits.chat_rate, self.limits.chat_burst)
         self._warned = RateLimiter(self.limits.rate, self.limits.burst)
@@ -504,7 +536,7 @@ class Gateway:
 
     async def _dispatch(self, client: str, table: str, request: Request) -> Reply:
         command = request.cmd
-        lobby = isinstance(command, Hello | ListVariants | CreateTable | ListTables)
+        lobby = isinstance(command, _LOBBY_COMMANDS)
         if lobby != (table == ""):
             where = (
                 "the lobby topic"
@@ -532,6 +564,10 @@ class Gateway:
                 return _ok(request.id, result=Tables(listed[:200]))
             case CreateTable():
                 return await self._create(client, request.id, command)
+            case LadderJoin() | LadderLeave() | LadderStatus():
+                if self.ladder is None:
+                    raise CodedError("this server runs no ladder", "ladder/not_running")
+                return _ok(request.id, result=await self.ladder.command(client, command))
         return await self._table_command(client, table, request)
 
     def _hello(self, command_id: str, versions: Iterable[int]) -> Reply:
@@ -836,6 +872,11 @@ class Gateway:
             deadline=actor.due() or 0.0,
         )
 
+    def online(self, client: str) -> bool:
+        """Whether ``client`` has not said it went away (its will or an offline presence)
+        since its last message."""
+        return client not in self._absent
+
     def _presence(self, client: str, payload: bytes) -> None:
         try:
             presence = decode_presence(payload)
@@ -919,7 +960,9 @@ class Gateway:
         game = table.game
         spectator = view(game) if game is not None else None
         for seat, player in enumerate(table.seats):
-            if not player:
+            if not player or not topics.valid_name(player):
+                # A seat the server plays itself (a ladder's built-in entrant, named with an
+                # "@" no account can have) has no inbox: its cards go nowhere.
                 continue
             update = Update(
                 table=table.table_id,

@@ -31,6 +31,7 @@ from protocol.codec import encode
 from protocol.messages import PROTOCOL_VERSION, ServerStatus
 from protocol.runtime import tune_gc
 from protocol.transport import BrokerAddress, Transport, parse_broker_url, parse_broker_urls
+from server.ladder.serving import LadderServer, LadderSettings, serve_ladder
 from server.net.accounts import Accounts, AccountsError
 from server.net.broker_limits import BrokerLimits, raise_file_limit
 from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
@@ -122,6 +123,14 @@ class ServeConfig:
     """Lobby shards the workers share (workers only)."""
     lease_ttl: float = DEFAULT_TTL
     """Seconds a worker's leases last without renewal (workers only)."""
+    ladder: str = ""
+    """The ladder to run in this server (docs/ladder.md); "": none."""
+    ladder_pools: str = ""
+    """Its pools, comma-separated; "": the ladder's default pools."""
+    ladder_concurrency: int = 1
+    ladder_move_seconds: float = 10.0
+    ladder_max_timeouts: int = 2
+    ladder_max_forfeits: int = 3
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> ServeConfig:
@@ -146,6 +155,12 @@ class ServeConfig:
             ("worker", str),
             ("shards", int),
             ("lease_ttl", float),
+            ("ladder", str),
+            ("ladder_pools", str),
+            ("ladder_concurrency", int),
+            ("ladder_move_seconds", float),
+            ("ladder_max_timeouts", int),
+            ("ladder_max_forfeits", int),
             *_LIMITS,
             *_BROKER_LIMITS,
         )
@@ -181,6 +196,8 @@ class Running:
     """The web page's address (``http://HOST:PORT/``), "" without ``--web``."""
     worker: Worker | None = None
     """This process as one worker of several (``--worker``), else ``None``."""
+    ladder: LadderServer | None = None
+    """The ladder run here (``--ladder``)."""
 
 
 @contextlib.asynccontextmanager
@@ -205,6 +222,8 @@ async def running(
     clock = clock or SystemClock()
     listen = parse_listen(config.metrics) if config.metrics else None
     web_url = ""
+    pages: dict[str, Callable[[], str]] = {}
+    """Generated pages of the web listener (``/ladder`` while a ladder runs here)."""
     async with contextlib.AsyncExitStack() as stack:
         password = config.server_password
         if config.broker == "embedded":
@@ -230,6 +249,7 @@ async def running(
                 guests,
                 web,
                 config.web_broker,
+                pages,
             )
             stack.push_async_callback(_bounded, "the embedded broker", broker.stop)
             addresses: tuple[BrokerAddress, ...] = (parse_broker_url(broker.url),)
@@ -243,7 +263,7 @@ async def running(
                         "--web with an external broker needs --web-broker (docs/web.md)"
                     )
                 host, port = parse_web(config.web)
-                site = static_site(broker_url=config.web_broker)
+                site = static_site(broker_url=config.web_broker, pages=pages)
                 web_url = page_url(
                     host, await stack.enter_async_context(serve_page(host, port, site))
                 )
@@ -313,6 +333,13 @@ async def running(
             house = HouseBots(address.url)
             await house.start()
             stack.push_async_callback(_bounded, "the house bots", house.stop)
+        ladder = None
+        if config.ladder:
+            ladder = await stack.enter_async_context(
+                serve_ladder(_ladder_settings(config), service, gateway, store)
+            )
+            pages["/ladder"] = ladder.html
+            stack.callback(pages.pop, "/ladder", None)
         yield Running(
             address,
             service,
@@ -324,6 +351,7 @@ async def running(
             metrics_port,
             web_url,
             worker,
+            ladder,
         )
 
 
@@ -346,12 +374,25 @@ def check_worker(config: ServeConfig) -> None:
         )
     if config.broker == "embedded":
         raise WorkerError("--worker needs a broker shared by the workers (--broker mqtt://...)")
+    if config.ladder:
+        raise WorkerError("--ladder runs in a single server, not in a worker (docs/ladder.md)")
     if not topics.valid_name(config.worker):
         raise WorkerError("a worker name is 1-64 of A-Z a-z 0-9 _ . -")
     if config.shards < 1:
         raise WorkerError("--shards must be at least 1")
     if config.lease_ttl < 1.0:
         raise WorkerError("--lease-ttl must be at least 1 second")
+
+
+def _ladder_settings(config: ServeConfig) -> LadderSettings:
+    settings = LadderSettings(
+        config.ladder,
+        concurrency=config.ladder_concurrency,
+        move_seconds=config.ladder_move_seconds,
+        max_timeouts=config.ladder_max_timeouts,
+        max_forfeits=config.ladder_max_forfeits,
+    )
+    return replace(settings, pools=config.ladder_pools) if config.ladder_pools else settings
 
 
 def guests_path(guests: str, store: str) -> Path | None:
@@ -386,9 +427,10 @@ async def _embedded(
     guests: Guests | None,
     web: tuple[str, int] | None = None,
     web_broker: str = "",
+    pages: dict[str, Callable[[], str]] | None = None,
 ) -> EmbeddedBroker:
     """The embedded broker on ``port``, or on a free port if that one is taken."""
-    http = static_site(broker_url=web_broker) if web is not None else None
+    http = static_site(broker_url=web_broker, pages=pages) if web is not None else None
     broker = EmbeddedBroker(
         port=port,
         accounts=accounts,

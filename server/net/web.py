@@ -16,7 +16,7 @@ import contextlib
 import html
 import mimetypes
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from http import HTTPStatus
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -128,14 +128,21 @@ def _response(status: HTTPStatus, body: bytes, content_type: str) -> Response:
     return Response(status.value, status.phrase, headers, body)
 
 
-def static_site(root: Path = STATIC_ROOT, broker_url: str = "") -> HttpHandler:
-    """The handler of plain HTTP requests: files under ``root``, ``/`` being ``index.html``.
+def static_site(
+    root: Path = STATIC_ROOT,
+    broker_url: str = "",
+    pages: Mapping[str, Callable[[], str]] | None = None,
+) -> HttpHandler:
+    """The handler of plain HTTP requests: files under ``root``, ``/`` being ``index.html``;
+    and the generated HTML pages of ``pages`` (path -> what writes the page, looked up at each
+    request: ``/ladder`` while the server runs a ladder).
 
     Only files directly in ``root`` or below it are served; anything else is 404. With
     ``broker_url``, ``index.html`` names it as the broker to connect to (``BROKER_META``).
     """
     base = root.resolve()
     index = base / "index.html"
+    pages = {} if pages is None else pages
 
     def handle(connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
@@ -143,6 +150,9 @@ def static_site(root: Path = STATIC_ROOT, broker_url: str = "") -> HttpHandler:
             return None  # the MQTT client's WebSocket handshake goes on
         if request.headers.get("Upgrade"):
             return _response(HTTPStatus.NOT_FOUND, b"WebSockets only on /mqtt\n", "text/plain")
+        page = pages.get(path.rstrip("/"))
+        if page is not None:
+            return _response(HTTPStatus.OK, page().encode(), "text/html; charset=utf-8")
         name = "index.html" if path in ("", "/") else path.lstrip("/")
         target = (base / name).resolve()
         if not target.is_relative_to(base) or not target.is_file():

@@ -132,6 +132,15 @@ class _Timeout:
 
 
 @dataclass
+class _Close:
+    """Close the table (``close``); ``done`` is set once the record is appended."""
+
+    reason: str
+    command_id: str
+    done: asyncio.Future[None]
+
+
+@dataclass
 class _Job:
     sender: str
     command_id: str
@@ -279,7 +288,7 @@ class TableActor:
         self._outsiders: OrderedDict[str, Reply] = OrderedDict()
         """The latest refusals of clients without a seat, by command id (never stored: anyone
         may send them, as many as his rate allows)."""
-        self._jobs: asyncio.Queue[_Job | _Timeout | None] = asyncio.Queue()
+        self._jobs: asyncio.Queue[_Job | _Timeout | _Close | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
         self._changed = asyncio.Condition()
@@ -416,6 +425,8 @@ class TableActor:
     def due(self) -> float | None:
         """When the server next plays for an awaited seat (``None``: no timer runs)."""
         created = self.table.created
+        if self.table.closed:
+            return None
         move_seconds = created.move_seconds if created is not None else 0.0
         game = self.table.game
         if created is not None and between_hands(self.table):
@@ -470,11 +481,30 @@ class TableActor:
         await self._jobs.put(_Job(sender, command_id, last_seq, command, future))
         return await future
 
+    async def close(self, reason: str, command_id: str) -> None:
+        """Close the table whatever it is doing (a service's decision, e.g. a ladder whose
+        one-hand game is over): ``table_closed`` with ``reason`` is appended, after which no
+        timer runs and only ``join``, ``resync`` and ``chat`` are answered. Closing a closed
+        table does nothing."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        await self._jobs.put(_Close(reason, command_id, done))
+        await done
+
     async def _run(self) -> None:
         while True:
             job = await self._jobs.get()
             if job is None:
                 return
+            if isinstance(job, _Close):
+                try:
+                    if not self.table.closed and self.table.created is not None:
+                        await self._append([TableClosed(reason=job.reason)], job.command_id)
+                    if not job.done.done():
+                        job.done.set_result(None)
+                except Exception as error:  # a failed store: tell the caller
+                    if not job.done.done():
+                        job.done.set_exception(error)
+                continue
             if isinstance(job, _Timeout):
                 try:
                     if not await self._idle(job.seq):

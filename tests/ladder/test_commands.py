@@ -92,7 +92,16 @@ def test_entrants_add_remove_list(filled: str, capsys: pytest.CaptureFixture[str
     """Removing an entrant keeps it listed as removed; adding it back makes it active."""
     assert 0 == _run(capsys, "ladder", "entrants", "remove", "mc@1", "--store", filled)[0]
     _, out, _ = _run(capsys, "ladder", "entrants", "list", "--store", filled, "--json")
-    assert {"name": "mc@1", "kind": "builtin", "spec": "mc:200", "active": False} in json.loads(out)
+    removed = {
+        "name": "mc@1",
+        "kind": "builtin",
+        "spec": "mc:200",
+        "active": False,
+        "failures": 0,
+        "suspended_until": 0.0,
+        "suspended_for": "",
+    }
+    assert removed in json.loads(out)
     assert 0 == _run(capsys, "ladder", "entrants", "add", "mc@1", "--store", filled)[0]
     _, out, _ = _run(capsys, "ladder", "entrants", "list", "--store", filled, "--json")
     assert all(row["active"] for row in json.loads(out))

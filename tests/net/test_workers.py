@@ -205,6 +205,10 @@ def test_worker_needs_postgresql_and_a_shared_broker() -> None:
         check_worker(ServeConfig(store="postgresql://127.0.0.1/ramino", worker="w1"))
     with pytest.raises(WorkerError, match="--worker"):
         check_worker(ServeConfig(shards=2))
+    shared = "mqtt://127.0.0.1:1883"
+    laddered = ServeConfig(broker=shared, store="postgresql://h/r", worker="w1", ladder="main")
+    with pytest.raises(WorkerError, match="--ladder"):
+        check_worker(laddered)
     check_worker(ServeConfig())  # one server as before: SQLite and the embedded broker
 
 
