@@ -35,7 +35,7 @@ from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
 from server.net.guests import Guests
 from server.net.metrics import Metrics, parse_listen, serve_metrics
-from server.net.web import parse_web, static_site
+from server.net.web import ReplaySource, parse_web, static_site
 from server.tables.service import TableService
 from server.tables.store import EventStore, open_store, store_options
 from server.tables.timers import Clock, SystemClock
@@ -192,6 +192,7 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
                         f"cannot write the guest names to {path}: {error} (see --guests)"
                     ) from None
             web = parse_web(config.web) if config.web else None
+            replays = ReplaySource()
             broker = await _embedded(
                 config.port,
                 accounts,
@@ -200,6 +201,7 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
                 config.broker_limits,
                 guests,
                 web,
+                replays,
             )
             stack.push_async_callback(_bounded, "the embedded broker", broker.stop)
             addresses: tuple[BrokerAddress, ...] = (parse_broker_url(broker.url),)
@@ -212,6 +214,8 @@ async def running(config: ServeConfig, clock: Clock | None = None) -> AsyncItera
             addresses = parse_broker_urls(config.broker)
         store = await open_store(config.store)
         stack.push_async_callback(store.close)
+        if config.broker == "embedded":
+            replays.store = store  # the page's replays (GET /replay/TABLE) read this store
         # On an external broker the will says "offline" when this process dies without a word.
         # The embedded broker dies with the process: there a will could only arrive during a
         # clean stop, as a second status after the real one.
@@ -299,9 +303,10 @@ async def _embedded(
     limits: BrokerLimits,
     guests: Guests | None,
     web: tuple[str, int] | None = None,
+    replays: ReplaySource | None = None,
 ) -> EmbeddedBroker:
     """The embedded broker on ``port``, or on a free port if that one is taken."""
-    http = static_site() if web is not None else None
+    http = static_site(replays=replays) if web is not None else None
     broker = EmbeddedBroker(
         port=port,
         accounts=accounts,

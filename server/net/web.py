@@ -2,28 +2,69 @@
 
 The embedded broker's WebSocket listener takes the MQTT connections on path ``/mqtt`` (a
 WebSocket upgrade) and hands every other request to :func:`static_site`, which answers ``GET``
-with a file of the built page (``server/web_static/``, made by ``make web`` from ``web/``).
+with a file of the built page (``server/web_static/``, made by ``make web`` from ``web/``), and
+``GET /replay/TABLE`` with the replay of a finished game of that table (:func:`replay_json`),
+read from the table's log in the store as ``ramino replay`` reads it.
+
+A replay is only served for a game that has ended: once a game is over, every hand of it has
+been shown (``hand_ended``) and every deck revealed (``deck_revealed``) on the public topics,
+so no viewpoint tells anyone a card that was still hidden. A game still under way is refused
+(``replay/game_in_progress``), whatever viewpoint is asked for.
 """
 
 from __future__ import annotations
 
+import json
 import mimetypes
+import re
+from collections.abc import Awaitable
 from http import HTTPStatus
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote
 
+import msgspec
 from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from server.engine import GameEnded, view
+from server.engine.views import HIDDEN
 from server.net.embedded import HttpHandler
+from server.tables.errors import ReplayError, StoreError, UnknownTable
+from server.tables.records import GameStarted, TableCreated
+from server.tables.replay import (
+    EVERYTHING,
+    SPECTATOR,
+    LogRow,
+    Viewer,
+    parse_viewer,
+    read_rows,
+    replay_rows,
+)
+from server.tables.store import EventStore
+from server.tables.table import TableState, empty_table, fold
 
-__all__ = ["MQTT_PATH", "STATIC_ROOT", "parse_web", "static_site"]
+__all__ = [
+    "MQTT_PATH",
+    "REPLAY_PATH",
+    "STATIC_ROOT",
+    "ReplaySource",
+    "parse_web",
+    "replay_json",
+    "static_site",
+]
 
 STATIC_ROOT = Path(__file__).resolve().parent.parent / "web_static"
 """The built page, shipped inside the package."""
 
 MQTT_PATH = "/mqtt"
 """Where the page connects its MQTT-over-WebSocket client."""
+
+REPLAY_PATH = "/replay/"
+"""``GET /replay/TABLE?as=VIEWER&game=N``: the replay of a finished game, as JSON."""
+
+_TABLE_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 
 _TYPES = {
     ".js": "text/javascript",
@@ -60,19 +101,32 @@ def _response(status: HTTPStatus, body: bytes, content_type: str) -> Response:
     return Response(status.value, status.phrase, headers, body)
 
 
-def static_site(root: Path = STATIC_ROOT) -> HttpHandler:
-    """The handler of plain HTTP requests: files under ``root``, ``/`` being ``index.html``.
+class ReplaySource:
+    """Where the replays come from: the server's event store, once it is open (``None``
+    before: replays are then refused with ``store/closed``)."""
+
+    def __init__(self, store: EventStore | None = None) -> None:
+        self.store = store
+
+
+def static_site(root: Path = STATIC_ROOT, replays: ReplaySource | None = None) -> HttpHandler:
+    """The handler of plain HTTP requests: files under ``root``, ``/`` being ``index.html``,
+    and, given ``replays``, ``GET /replay/TABLE`` (see :func:`replay_json`).
 
     Only files directly in ``root`` or below it are served; anything else is 404.
     """
     base = root.resolve()
 
-    def handle(connection: ServerConnection, request: Request) -> Response | None:
-        path = request.path.split("?", 1)[0]
+    def handle(
+        connection: ServerConnection, request: Request
+    ) -> Response | Awaitable[Response] | None:
+        path, _, query = request.path.partition("?")
         if path == MQTT_PATH and "upgrade" in request.headers.get("Connection", "").lower():
             return None  # the MQTT client's WebSocket handshake goes on
         if request.headers.get("Upgrade"):
             return _response(HTTPStatus.NOT_FOUND, b"WebSockets only on /mqtt\n", "text/plain")
+        if replays is not None and path.startswith(REPLAY_PATH):
+            return _replay_response(replays, unquote(path.removeprefix(REPLAY_PATH)), query)
         name = "index.html" if path in ("", "/") else path.lstrip("/")
         target = (base / name).resolve()
         if not target.is_relative_to(base) or not target.is_file():
@@ -81,3 +135,115 @@ def static_site(root: Path = STATIC_ROOT) -> HttpHandler:
         return _response(HTTPStatus.OK, target.read_bytes(), kind or "application/octet-stream")
 
     return handle
+
+
+_STATUS = {
+    "table/unknown": HTTPStatus.NOT_FOUND,
+    "replay/no_such_game": HTTPStatus.NOT_FOUND,
+    "replay/bad_viewer": HTTPStatus.BAD_REQUEST,
+    "replay/game_in_progress": HTTPStatus.CONFLICT,
+}
+
+
+async def _replay_response(replays: ReplaySource, table_id: str, query: str) -> Response:
+    fields = parse_qs(query)
+    viewer = fields.get("as", [EVERYTHING])[0]
+    game = fields.get("game", [""])[0]
+    try:
+        if replays.store is None:
+            raise StoreError("the server's store is not open", "store/closed")
+        body = await replay_json(replays.store, table_id, viewer, game)
+        status = HTTPStatus.OK
+    except (ReplayError, StoreError, UnknownTable) as error:
+        body = {"code": error.code, "message": str(error)}
+        status = _STATUS.get(error.code, HTTPStatus.SERVICE_UNAVAILABLE)
+    data = json.dumps(body, separators=(",", ":")).encode()
+    return _response(status, data, "application/json")
+
+
+async def replay_json(store: EventStore, table_id: str, viewer: str, game: str = "") -> Any:
+    """The replay of one finished game of ``table_id`` as ``viewer`` (``all``, ``spectator``,
+    a seat number or a player's name) sees it: each row of the game's log with its text (as
+    ``ramino replay`` prints it), its event (redacted for the viewer) and the table after it.
+
+    ``game`` is a game number; "" means the last game that has ended.
+
+    Raises:
+        UnknownTable: no such table (``table/unknown``).
+        ReplayError: ``replay/game_in_progress`` (the game, or every game, is not over),
+            ``replay/no_such_game``, ``replay/bad_viewer``.
+    """
+    if not _TABLE_ID.fullmatch(table_id):
+        raise UnknownTable(f"there is no table {table_id!r}")
+    rows = await read_rows(store, table_id)
+    ended = sorted({row.record.game for row in rows if isinstance(row.record.event, GameEnded)})
+    started = [row.record.event.game for row in rows if isinstance(row.record.event, GameStarted)]
+    if game:
+        if not game.isdigit() or int(game) not in started:
+            raise ReplayError(f"table {table_id} has no game {game!r}", "replay/no_such_game")
+        number = int(game)
+        if number not in ended:
+            raise ReplayError(
+                f"game {number} of table {table_id} is not over: its replay is shown once it"
+                " has ended",
+                "replay/game_in_progress",
+            )
+    elif not ended:
+        raise ReplayError(
+            f"table {table_id} has no finished game yet: a replay is shown once a game has ended",
+            "replay/game_in_progress",
+        )
+    else:
+        number = ended[-1]
+    seen: Viewer = parse_viewer(viewer, rows)
+    lines = replay_rows(rows, seen, game=number)
+    tables = _tables_after(rows, {line.seq for line in lines})
+    players: list[str] = []
+    for row in rows:
+        if isinstance(row.record.event, GameStarted) and row.record.event.game == number:
+            players = list(row.record.event.players)
+    steps = []
+    for line in lines:
+        if isinstance(line.event, TableCreated):  # pragma: no cover - a game holds none
+            continue
+        step = line.to_json()
+        step["table"] = _frame(tables[line.seq], seen)
+        steps.append(step)
+    created = next(row.record.event for row in rows if isinstance(row.record.event, TableCreated))
+    return {
+        "table": table_id,
+        "variant": created.variant,
+        "players": players,
+        "game": number,
+        "games": ended,
+        "viewer": seen,
+        "steps": steps,
+    }
+
+
+def _tables_after(rows: list[LogRow], wanted: set[int]) -> dict[int, TableState]:
+    """The table after each row whose seq is in ``wanted``."""
+    table = empty_table(rows[0].table_id)
+    after = {}
+    for row in rows:
+        table = fold(table, row.record, row.seq)
+        if row.seq in wanted:
+            after[row.seq] = table
+    return after
+
+
+def _frame(table: TableState, viewer: Viewer) -> Any:
+    """The game as ``viewer`` sees it after a row: the engine's view of the state, with
+    ``hands`` holding every seat's cards as the viewer may see them (-1: hidden)."""
+    if table.game is None:
+        return None
+    state = table.game
+    seat = viewer if isinstance(viewer, int) else None
+    seen = msgspec.to_builtins(view(state, seat))
+    seen["hands"] = [
+        list(hand) if viewer == EVERYTHING or number == seat else [HIDDEN] * len(hand)
+        for number, hand in enumerate(state.hands)
+    ]
+    if viewer == SPECTATOR:
+        seen["hand"] = []
+    return seen
