@@ -234,14 +234,17 @@ def _tables_after(rows: list[LogRow], wanted: set[int]) -> dict[int, TableState]
 
 def _frame(table: TableState, viewer: Viewer) -> Any:
     """The game as ``viewer`` sees it after a row: the engine's view of the state, with
-    ``hands`` holding every seat's cards as the viewer may see them (-1: hidden)."""
+    ``hands`` holding every seat's cards as the viewer may see them (-1: hidden; every hand
+    shows once its hand has ended)."""
     if table.game is None:
         return None
     state = table.game
     seat = viewer if isinstance(viewer, int) else None
     seen = msgspec.to_builtins(view(state, seat))
+    # From the end of a hand (``hand_ended`` shows every hand) until the next deal, all show.
+    ended = state.last_result is not None and state.last_result.hand == state.hand_number
     seen["hands"] = [
-        list(hand) if viewer == EVERYTHING or number == seat else [HIDDEN] * len(hand)
+        list(hand) if viewer == EVERYTHING or number == seat or ended else [HIDDEN] * len(hand)
         for number, hand in enumerate(state.hands)
     ]
     if viewer == SPECTATOR:

@@ -125,16 +125,28 @@ async def test_an_unfinished_game_is_refused_and_a_finished_one_replayed(server:
     assert dealt_all[0] == dealt_seat0[0]
     assert [-1] * 10 == dealt_seat0[1]
 
-    # Seat 0 never sees a card of seat 1's hand before the hand ends, unless it was shown on
-    # the pile (the discards) or taken from it.
+    # Seat 0 never sees a card seat 1 held before the hand ends, unless it was shown on
+    # the pile (the discards) or taken from it, or in the melds a knock shows (RULES.md: the
+    # knocker shows his melds).
     ended = types.index("hand_ended")
-    dealt = set(dealt_all[1])
+    held = {card for step in everyone["steps"][:ended] for card in step["table"]["hands"][1]}
     public = {card for step in everyone["steps"] for card in step["table"]["pile"]}
+    public |= {
+        card
+        for step in everyone["steps"]
+        if step["type"] == "knocked"
+        for meld in step["event"]["melds"]
+        for card in meld["cards"]
+    }
     for step in seat0["steps"][:ended]:
         seen = _cards(step["event"]) | _cards(step["table"])
-        assert not (seen & dealt) - public, step["text"]
-    # At the end the hand_ended event shows both hands to everyone.
-    assert everyone["steps"][ended]["event"]["hands"] == seat0["steps"][ended]["event"]["hands"]
+        assert not (seen & held) - public, step["text"]
+    # At the end the hand_ended event shows both hands to everyone, and so does the table from
+    # then on, for every viewpoint.
+    shown = everyone["steps"][ended]["event"]["hands"]
+    assert shown == seat0["steps"][ended]["event"]["hands"]
+    assert sorted(shown[1]) == sorted(seat0["steps"][ended]["table"]["hands"][1])
+    assert 10 == len(shown[1])  # the knocker's opponent still holds ten cards
 
 
 def _code(answer: tuple[int, Any]) -> tuple[int, str]:
