@@ -14,9 +14,11 @@ so no viewpoint tells anyone a card that was still hidden. A game still under wa
 
 from __future__ import annotations
 
+import asyncio
 import json
 import mimetypes
 import re
+from collections import OrderedDict
 from collections.abc import Awaitable
 from http import HTTPStatus
 from pathlib import Path
@@ -35,7 +37,6 @@ from server.tables.errors import ReplayError, StoreError, UnknownTable
 from server.tables.records import GameStarted, TableCreated
 from server.tables.replay import (
     EVERYTHING,
-    SPECTATOR,
     LogRow,
     Viewer,
     parse_viewer,
@@ -103,10 +104,38 @@ def _response(status: HTTPStatus, body: bytes, content_type: str) -> Response:
 
 class ReplaySource:
     """Where the replays come from: the server's event store, once it is open (``None``
-    before: replays are then refused with ``store/closed``)."""
+    before: replays are then refused with ``store/closed``).
 
-    def __init__(self, store: EventStore | None = None) -> None:
+    A finished game's rows never change, so the JSON of its last ``cached`` replays asked for
+    (table, game, viewer) is kept and sent again as it is; a new one is built in a worker
+    thread, so that a long game does not hold up the broker and the tables meanwhile.
+    """
+
+    def __init__(self, store: EventStore | None = None, cached: int = 32) -> None:
         self.store = store
+        self.cached = cached
+        self._answers: OrderedDict[tuple[str, int, str], bytes] = OrderedDict()
+
+    async def answer(self, table_id: str, viewer: str, game: str = "") -> bytes:
+        """:func:`replay_json` of the request, encoded.
+
+        Raises:
+            StoreError: no store yet (``store/closed``), or the store failed.
+            UnknownTable, ReplayError: as :func:`replay_json`.
+        """
+        if self.store is None:
+            raise StoreError("the server's store is not open", "store/closed")
+        rows, number, seen = await _select(self.store, table_id, viewer, game)
+        key = (table_id, number, str(seen))
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = await asyncio.to_thread(_encoded_replay, rows, number, seen)
+            self._answers[key] = answer
+            while len(self._answers) > self.cached:
+                self._answers.popitem(last=False)
+        else:
+            self._answers.move_to_end(key)
+        return answer
 
 
 def static_site(root: Path = STATIC_ROOT, replays: ReplaySource | None = None) -> HttpHandler:
@@ -150,15 +179,16 @@ async def _replay_response(replays: ReplaySource, table_id: str, query: str) -> 
     viewer = fields.get("as", [EVERYTHING])[0]
     game = fields.get("game", [""])[0]
     try:
-        if replays.store is None:
-            raise StoreError("the server's store is not open", "store/closed")
-        body = await replay_json(replays.store, table_id, viewer, game)
+        data = await replays.answer(table_id, viewer, game)
         status = HTTPStatus.OK
     except (ReplayError, StoreError, UnknownTable) as error:
-        body = {"code": error.code, "message": str(error)}
+        data = _json({"code": error.code, "message": str(error)})
         status = _STATUS.get(error.code, HTTPStatus.SERVICE_UNAVAILABLE)
-    data = json.dumps(body, separators=(",", ":")).encode()
     return _response(status, data, "application/json")
+
+
+def _json(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
 
 
 async def replay_json(store: EventStore, table_id: str, viewer: str, game: str = "") -> Any:
@@ -173,6 +203,14 @@ async def replay_json(store: EventStore, table_id: str, viewer: str, game: str =
         ReplayError: ``replay/game_in_progress`` (the game, or every game, is not over),
             ``replay/no_such_game``, ``replay/bad_viewer``.
     """
+    rows, number, seen = await _select(store, table_id, viewer, game)
+    return _replay(rows, number, seen)
+
+
+async def _select(
+    store: EventStore, table_id: str, viewer: str, game: str
+) -> tuple[list[LogRow], int, Viewer]:
+    """The table's rows, the finished game asked for and the viewer; see :func:`replay_json`."""
     if not _TABLE_ID.fullmatch(table_id):
         raise UnknownTable(f"there is no table {table_id!r}")
     rows = await read_rows(store, table_id)
@@ -195,7 +233,16 @@ async def replay_json(store: EventStore, table_id: str, viewer: str, game: str =
         )
     else:
         number = ended[-1]
-    seen: Viewer = parse_viewer(viewer, rows)
+    return rows, number, parse_viewer(viewer, rows)
+
+
+def _encoded_replay(rows: list[LogRow], number: int, seen: Viewer) -> bytes:
+    return _json(_replay(rows, number, seen))
+
+
+def _replay(rows: list[LogRow], number: int, seen: Viewer) -> dict[str, Any]:
+    table_id = rows[0].table_id
+    ended = sorted({row.record.game for row in rows if isinstance(row.record.event, GameEnded)})
     lines = replay_rows(rows, seen, game=number)
     tables = _tables_after(rows, {line.seq for line in lines})
     players: list[str] = []
@@ -233,20 +280,36 @@ def _tables_after(rows: list[LogRow], wanted: set[int]) -> dict[int, TableState]
 
 
 def _frame(table: TableState, viewer: Viewer) -> Any:
-    """The game as ``viewer`` sees it after a row: the engine's view of the state, with
-    ``hands`` holding every seat's cards as the viewer may see them (-1: hidden; every hand
-    shows once its hand has ended)."""
+    """The game as ``viewer`` sees it after a row: fields of the engine's view of the state
+    (``_FRAME``), and ``hands``, every seat's cards as the viewer may see them (-1: hidden;
+    every hand shows once its hand has ended)."""
     if table.game is None:
         return None
     state = table.game
     seat = viewer if isinstance(viewer, int) else None
-    seen = msgspec.to_builtins(view(state, seat))
+    whole = msgspec.to_builtins(view(state, seat))
+    seen = {key: whole[key] for key in _FRAME}
     # From the end of a hand (``hand_ended`` shows every hand) until the next deal, all show.
     ended = state.last_result is not None and state.last_result.hand == state.hand_number
     seen["hands"] = [
         list(hand) if viewer == EVERYTHING or number == seat or ended else [HIDDEN] * len(hand)
         for number, hand in enumerate(state.hands)
     ]
-    if viewer == SPECTATOR:
-        seen["hand"] = []
     return seen
+
+
+_FRAME = (
+    "phase",
+    "hand_number",
+    "dealer",
+    "to_move",
+    "scores",
+    "stock_size",
+    "pile",
+    "melds",
+    "claim_kind",
+    "claim_seats",
+    "claim_answers",
+)
+"""The fields of the engine's view a replay step keeps (the rest is the same at every step, or
+is in ``hands``)."""

@@ -85,22 +85,29 @@ async def test_an_unfinished_game_is_refused_and_a_finished_one_replayed(server:
         assert (404, "table/unknown") == _code(await _replay(server, "nosuchtable"))
         assert (404, "table/unknown") == _code(await _replay(server, "..%2F..%2Fetc"))
 
-        # Two bots play one Knock Rummy game of one deal to its end.
+        # Two bots play two Knock Rummy games of one deal each (a rematch) to their end.
         stats = await run_bots(
-            server.address.url, [TablePlan("knock", 2, {"deals": 1})], prefix="kb"
+            server.address.url, [TablePlan("knock", 2, {"deals": 1})], prefix="kb", games=2
         )
         (table,) = stats.tables
-        assert (404, "replay/no_such_game") == _code(await _replay(server, table, "?game=2"))
+        assert (404, "replay/no_such_game") == _code(await _replay(server, table, "?game=3"))
+        assert (404, "replay/no_such_game") == _code(await _replay(server, table, "?game=x"))
         assert (400, "replay/bad_viewer") == _code(await _replay(server, table, "?as=7"))
+        assert (400, "replay/bad_viewer") == _code(await _replay(server, table, "?as=zed"))
 
-        status, everyone = await _replay(server, table, "?as=all")
+        status, last = await _replay(server, table)
+        assert (200, 2, [1, 2], "all") == (status, last["game"], last["games"], last["viewer"])
+        status, everyone = await _replay(server, table, "?as=all&game=1")
         assert 200 == status
-        status, first = await _replay(server, table, "?as=kb-1")
+        status, first = await _replay(server, table, "?as=kb-1&game=1")
         assert 200 == status
-        status, seat0 = await _replay(server, table, "?as=0")
+        status, seat0 = await _replay(server, table, "?as=0&game=1")
         assert 200 == status
+        assert seat0 == (await _replay(server, table, "?as=0&game=1"))[1]  # asked again
     assert first == seat0  # a player's name is his seat's viewpoint
-    assert ("knock", ["kb-1", "kb-2"], 1, [1], 0) == (
+    assert last["steps"][0]["text"].startswith("game 2 starts")
+    assert everyone["steps"][0]["text"].startswith("game 1 starts")
+    assert ("knock", ["kb-1", "kb-2"], 1, [1, 2], 0) == (
         seat0["variant"],
         seat0["players"],
         seat0["game"],
