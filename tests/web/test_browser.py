@@ -530,3 +530,91 @@ def test_rummy500_claim_window_and_joker_faces(site: str, browser: Browser, shot
     assert claimed
     assert melded
     context.close()
+
+
+def _three(texts: list[str], meld: bool) -> list[str] | None:
+    """Three cards of ``texts`` that make a meld in Knock Rummy (RULES.md: three of a rank, or
+    three in sequence in one suit with the ace low), or, with ``meld`` false, three that make
+    none (not all of one rank, not all of one suit)."""
+    cards = {text: found for text in texts if (found := _rank_suit(text)) is not None}
+    names = sorted(cards, key=lambda text: cards[text])
+    for index, first in enumerate(names):
+        for second_index, second in enumerate(names[index + 1 :], index + 1):
+            for third in names[second_index + 1 :]:
+                trio = [cards[first], cards[second], cards[third]]
+                ranks = sorted(rank for rank, _ in trio)
+                one_rank = len(set(ranks)) == 1
+                one_suit = len({suit for _, suit in trio}) == 1
+                run = one_suit and ranks == list(range(ranks[0], ranks[0] + 3))
+                if (one_rank or run) if meld else not (one_rank or one_suit):
+                    return [first, second, third]
+    return None
+
+
+def _group(page: Page, trio: list[str]) -> None:
+    for text in trio:
+        _card(page, text).click()
+    page.locator("#actions button", has_text="as a meld when I knock").click()
+    expect(page.locator("#arranged")).to_contain_text("Your melds for a knock: [")
+    grouped = re.findall(r"\[([^\]]*)\]", page.inner_text("#arranged"))
+    assert [sorted(trio)] == [sorted(meld.split()) for meld in grouped]
+
+
+def _knock_with_my_melds(page: Page, trio: list[str]) -> str:
+    """Select a card outside ``trio`` and knock with it, showing the grouped melds."""
+    texts = page.locator("#hand .card").all_inner_texts()
+    discard = next(text for text in texts if text not in trio)
+    _card(page, discard).click()
+    page.get_by_role("button", name=f"Knock showing my melds, discarding {discard}").click()
+    return discard
+
+
+def test_a_knock_shows_the_melds_the_player_chose(site: str, browser: Browser) -> None:
+    """Knock Rummy: the player groups cards into the melds his knock shows. Three cards that are
+    no meld are refused by the server (the hand goes on); a real meld is shown as grouped."""
+    context = browser.new_context()
+    page = context.new_page()
+    _log_in(page, site, "kim")
+    _create(page, "knock", button="#bots-button", target="unlimited", deals="9")
+    expect(page.locator("#hand .card")).to_have_count(10, timeout=STEP)
+    actions = page.locator("#actions button")
+    refused = False
+    shown: list[str] | None = None
+    for _ in range(500):
+        _my_move_or_end(page)
+        assert "Game over" not in page.inner_text("#turn"), "no meld in hand in nine deals"
+        if _offered(page, "Draw from the stock"):
+            actions.filter(has_text="Draw from the stock").click()
+            continue
+        texts = page.locator("#hand .card").all_inner_texts()
+        if len(texts) != 11:
+            actions.first.click()
+            continue
+        if not refused:
+            nonsense = _three(texts, meld=False)
+            assert nonsense is not None, texts
+            _group(page, nonsense)
+            _knock_with_my_melds(page, nonsense)
+            expect(page.locator("#error")).to_contain_text("rules/invalid_meld", timeout=STEP)
+            expect(page.locator("#hand .card")).to_have_count(11)  # nothing happened
+            refused = True
+            continue
+        trio = _three(texts, meld=True)
+        if trio is not None:
+            _group(page, trio)
+            _knock_with_my_melds(page, trio)
+            shown = trio
+            break
+        for card in page.locator("#hand button.legal").all():
+            card.click()
+            if _offered(page, "Discard"):
+                actions.filter(has_text="Discard").first.click()
+                break
+            card.click()
+    assert refused
+    assert shown is not None
+    knocked = page.locator("#log li", has_text="kim knocked with")
+    expect(knocked).to_have_count(1, timeout=STEP)
+    melds = re.findall(r"\[([^\]]*)\]", knocked.inner_text())
+    assert [sorted(shown)] == [sorted(meld.split()) for meld in melds]
+    context.close()

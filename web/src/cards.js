@@ -35,7 +35,7 @@ export function describe(event, names) {
     case "drew": return `${who(event.seat)} drew ${event.card < 0 ? "from the stock" : cardText(event.card)}`;
     case "took_discard": return `${who(event.seat)} took ${cards(event.cards)}`;
     case "discarded": return `${who(event.seat)} discarded ${cardText(event.card)}`;
-    case "knocked": return `${who(event.seat)} knocked with ${event.deadwood} deadwood`;
+    case "knocked": return `${who(event.seat)} knocked with ${event.deadwood} deadwood${event.melds.length ? `, showing ${event.melds.map((m) => `[${meld(m)}]`).join(" ")}` : ""}`;
     case "melded": return `${who(event.seat)} melded ${event.melds.map(meld).join(" | ")}`;
     case "laid_off": return `${who(event.seat)} laid off ${cardText(event.card)}${joker(event.card) ? ` as ${cardText(event.face)}` : ""} on meld ${event.target + 1}`;
     case "upcard_passed": return `${who(event.seat)} passed on the upcard`;

@@ -11,7 +11,7 @@ const state = {
   client: null, name: "", pending: new Map(), listings: new Map(), variants: [],
   table: "", seq: 0, seat: -1, view: null, legal: [], status: "", deadline: 0,
   listing: null, byRank: false, results: [], invite: "", joinCode: "", order: [], selected: new Set(),
-  ready: new Set(),
+  ready: new Set(), arranged: [],
 };
 
 function hex(bytes) {
@@ -372,12 +372,15 @@ function renderHand() {
   const hand = $("hand"); hand.textContent = "";
   const view = state.view; if (!view) return;
   for (const card of [...state.selected]) if (!view.hand.includes(card)) state.selected.delete(card);
+  if (state.arranged.some((cards) => cards.some((c) => !view.hand.includes(c)))) state.arranged = [];
+  const arranged = new Set(state.arranged.flat());
   const usable = new Set(state.legal.flatMap((c) => cardsOf(c) || []));
   for (const card of sortedHand(view.hand)) {
     const element = cardButton(card, () => toggle(card));
     element.setAttribute("aria-pressed", String(state.selected.has(card)));
     if (state.selected.has(card)) element.classList.add("selected");
     if (usable.has(card)) element.classList.add("legal");
+    if (arranged.has(card)) element.classList.add("arranged");
     element.setAttribute("role", "listitem");
     element.dataset.card = String(card); element.draggable = true;
     element.addEventListener("dragstart", (event) => { event.dataTransfer.setData("text/plain", String(card)); });
@@ -471,12 +474,37 @@ function renderActions() {
     hint.textContent = "These cards can be laid down in several ways: each move says what a joker (🃏) stands for (JK=card).";
     box.append(hint);
   }
+  arrangeKnock(box, selected);
   if (hidden) {
     const hint = document.createElement("p"); hint.className = "hint";
     hint.textContent = state.selected.size
       ? `No move uses exactly the selected cards (${hidden} moves use others).`
       : `Select cards of your hand to see the ${hidden} moves that use them (discard: one card).`;
     box.append(hint);
+  }
+}
+
+// Knock and Gin Rummy: the player may choose the melds a knock shows (`knock.melds`) instead of
+// the server's best arrangement. The page only groups the cards; the server checks the melds.
+function arrangeKnock(box, selected) {
+  const knocks = state.legal.filter((c) => c.type === "knock" && c.card >= 0);
+  if (!knocks.length) { state.arranged = []; return; }
+  const grouped = new Set(state.arranged.flat());
+  const chosen = [...state.selected];
+  if (chosen.length >= 3 && !chosen.some((c) => grouped.has(c))) {
+    addAction(box, `Show ${chosen.map((c) => cardText(c)).join(" ")} as a meld when I knock`, () => {
+      state.arranged.push(chosen.sort((a, b) => a - b)); state.selected.clear(); renderHand(); renderActions();
+    });
+  }
+  if (!state.arranged.length) return;
+  const note = document.createElement("p"); note.id = "arranged";
+  note.textContent = `Your melds for a knock: ${state.arranged.map((cards) => `[${cards.map((c) => cardText(c)).join(" ")}]`).join(" ")}`;
+  box.append(note);
+  addAction(box, "Clear my melds", () => { state.arranged = []; renderHand(); renderActions(); });
+  for (const knock of knocks) {
+    if (String(knock.card) !== selected || grouped.has(knock.card)) continue;
+    const melds = state.arranged.map((cards) => ({ cards, faces: cards.map((c) => c & 63) }));
+    addAction(box, `Knock showing my melds, discarding ${cardText(knock.card)}`, () => play({ ...knock, melds }));
   }
 }
 
