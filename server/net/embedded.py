@@ -69,7 +69,7 @@ import errno
 import hmac
 import logging
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
@@ -137,9 +137,9 @@ _connection: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
 """The socket whose task is running (amqtt handles each connection in one task)."""
 
 
-HttpHandler = Callable[[ServerConnection, Request], Response | None]
+HttpHandler = Callable[[ServerConnection, Request], Response | Awaitable[Response | None] | None]
 """Answers the plain HTTP requests of the WebSocket listener (``None``: go on with the
-WebSocket handshake)."""
+WebSocket handshake), at once or as a coroutine."""
 
 
 class BrokerPortBusy(RuntimeError):

@@ -38,7 +38,7 @@ from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
 from server.net.guests import Guests
 from server.net.metrics import Metrics, parse_listen, serve_metrics
-from server.net.web import page_url, parse_web, serve_page, static_site
+from server.net.web import ReplaySource, page_url, parse_web, serve_page, static_site
 from server.net.workers import DEFAULT_TTL, Worker, WorkerError
 from server.tables.postgres_store import PostgresStore
 from server.tables.service import TableService
@@ -224,6 +224,8 @@ async def running(
     web_url = ""
     pages: dict[str, Callable[[], str]] = {}
     """Generated pages of the web listener (``/ladder`` while a ladder runs here)."""
+    replays = ReplaySource()
+    """The page's replays (``GET /replay/TABLE``), read from the store once it is open."""
     async with contextlib.AsyncExitStack() as stack:
         password = config.server_password
         if config.broker == "embedded":
@@ -250,6 +252,7 @@ async def running(
                 web,
                 config.web_broker,
                 pages,
+                replays,
             )
             stack.push_async_callback(_bounded, "the embedded broker", broker.stop)
             addresses: tuple[BrokerAddress, ...] = (parse_broker_url(broker.url),)
@@ -263,12 +266,13 @@ async def running(
                         "--web with an external broker needs --web-broker (docs/web.md)"
                     )
                 host, port = parse_web(config.web)
-                site = static_site(broker_url=config.web_broker, pages=pages)
+                site = static_site(replays=replays, broker_url=config.web_broker, pages=pages)
                 web_url = page_url(
                     host, await stack.enter_async_context(serve_page(host, port, site))
                 )
         store = await open_store(config.store)
         stack.push_async_callback(store.close)
+        replays.store = store
         # On an external broker the will says "offline" when this process dies without a word.
         # The embedded broker dies with the process: there a will could only arrive during a
         # clean stop, as a second status after the real one.
@@ -428,9 +432,14 @@ async def _embedded(
     web: tuple[str, int] | None = None,
     web_broker: str = "",
     pages: dict[str, Callable[[], str]] | None = None,
+    replays: ReplaySource | None = None,
 ) -> EmbeddedBroker:
     """The embedded broker on ``port``, or on a free port if that one is taken."""
-    http = static_site(broker_url=web_broker, pages=pages) if web is not None else None
+    http = (
+        static_site(replays=replays, broker_url=web_broker, pages=pages)
+        if web is not None
+        else None
+    )
     broker = EmbeddedBroker(
         port=port,
         accounts=accounts,

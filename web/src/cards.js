@@ -18,6 +18,12 @@ export function isRed(card) {
 }
 
 const cards = (list) => list.map((c) => cardText(c)).join(" ");
+const joker = (card) => card >= 0 && (card & 63) === 52;
+
+// A meld as text, each joker with the card it stands for: `7♥ 8♥ 🃏 JK=9♥`.
+export function meld(spec) {
+  return spec.cards.map((c, i) => (joker(c) ? `${cardText(c)}=${cardText(spec.faces[i])}` : cardText(c))).join(" ");
+}
 
 export function describe(event, names) {
   const who = (seat) => names[seat] || `seat ${seat + 1}`;
@@ -29,8 +35,16 @@ export function describe(event, names) {
     case "drew": return `${who(event.seat)} drew ${event.card < 0 ? "from the stock" : cardText(event.card)}`;
     case "took_discard": return `${who(event.seat)} took ${cards(event.cards)}`;
     case "discarded": return `${who(event.seat)} discarded ${cardText(event.card)}`;
-    case "knocked": return `${who(event.seat)} knocked with ${event.deadwood} deadwood`;
-    case "melded": return `${who(event.seat)} melded ${event.melds.map((m) => cards(m.cards)).join(" | ")}`;
+    case "knocked": return `${who(event.seat)} knocked with ${event.deadwood} deadwood${event.melds.length ? `, showing ${event.melds.map((m) => `[${meld(m)}]`).join(" ")}` : ""}`;
+    case "melded": return `${who(event.seat)} melded ${event.melds.map(meld).join(" | ")}`;
+    case "laid_off": return `${who(event.seat)} laid off ${cardText(event.card)}${joker(event.card) ? ` as ${cardText(event.face)}` : ""} on meld ${event.target + 1}`;
+    case "upcard_passed": return `${who(event.seat)} passed on the upcard`;
+    case "declined": return `${who(event.seat)} declined the upcard`;
+    case "claim_window_opened": return `Claim window (${event.kind}) for ${event.seats.map(who).join(", ")}`;
+    case "claim_answered": return event.count ? `${who(event.seat)} claims ${event.count}` : `${who(event.seat)} passes the claim`;
+    case "claimed": return `${who(event.seat)} claimed ${cards(event.cards)}${event.stock_cards.length ? ` and ${event.stock_cards.length} from the stock` : ""}`;
+    case "claim_window_closed": return "Claim window closed: nobody claimed";
+    case "player_ready": return `${who(event.seat)} is ready for the next hand`;
     case "hand_ended": return `Hand ${event.hand} over (${event.reason}): ${event.points.join(" / ")}`;
     case "game_ended": return `Game over: ${event.winners.map(who).join(", ")} won`;
     default: return event.type.replaceAll("_", " ");

@@ -2,7 +2,8 @@
 // The server decides every move: this page only shows the view and offers the `legal` list.
 import mqtt from "mqtt";
 import { encode, decode } from "@msgpack/msgpack";
-import { cardText, isRed, describe } from "./cards.js";
+import { cardText, isRed, describe, meld } from "./cards.js";
+import { openReplay, setUpReplay } from "./replay.js";
 
 const PREFIX = "ramino/v1";
 const $ = (id) => document.getElementById(id);
@@ -10,6 +11,7 @@ const state = {
   client: null, name: "", pending: new Map(), listings: new Map(), variants: [],
   table: "", seq: 0, seat: -1, view: null, legal: [], status: "", deadline: 0,
   listing: null, byRank: false, results: [], invite: "", joinCode: "", order: [], selected: new Set(),
+  ready: new Set(), arranged: [],
 };
 
 function hex(bytes) {
@@ -97,22 +99,34 @@ function onUpdate(update) {
   if (state.seq && first !== state.seq + 1) { resync(); return; }  // a gap: catch up
   state.seq = update.seq; state.seat = update.seat; state.view = update.view;
   state.legal = update.legal; state.status = update.status; state.deadline = update.deadline;
-  for (const logged of update.events) noteEvent(logged.event);
+  for (const logged of update.events) noteEvent(logged.event, logged.seq);
   renderGame();
 }
 
-function noteEvent(event) {
+function noteEvent(event, seq) {
   if (state.listing && (event.type === "player_sat" || event.type === "player_stood")) {
     // A private table has no listing on the lobby topic: its seats follow the events.
     const seats = [...state.listing.seats]; seats[event.seat] = event.type === "player_sat" ? event.player : "";
     state.listing = { ...state.listing, seats };
   }
   const names = state.listing ? state.listing.seats : [];
-  addLog(describe(event, names));
+  addLog(describe(event, names), seq, event.type);
+  if (event.type === "game_started") state.results = [];
   if (event.type === "hand_ended") state.results.push(event);
+  if (event.type === "player_ready") state.ready.add(event.seat);
+  if (event.type === "dealt") state.ready.clear();
+  if (event.type === "game_ended" && state.seat >= 0) remember(state.table);
 }
-function addLog(text) {
-  const item = document.createElement("li"); item.textContent = text; $("log").append(item);
+function addLog(text, seq = 0, type = "chat") {
+  const item = document.createElement("li"); item.textContent = text;
+  item.dataset.type = type; if (seq) item.dataset.seq = String(seq);
+  $("log").append(item);
+}
+
+// The tables this browser played a game at, newest first, for their replays.
+function played() { return JSON.parse(localStorage.getItem("ramino.played") || "[]"); }
+function remember(table) {
+  localStorage.setItem("ramino.played", JSON.stringify([table, ...played().filter((t) => t !== table)].slice(0, 10)));
 }
 
 async function resync() {
@@ -124,12 +138,13 @@ function applySynced(synced) {
   state.view = synced.view; state.legal = synced.legal; state.deadline = synced.deadline;
   state.status = synced.table.status;
   if (synced.view && synced.view.last_result && !state.results.length) state.results.push(synced.view.last_result);
+  if (synced.view && synced.view.phase === "game_over" && state.seat >= 0) remember(state.table);
   renderGame();
 }
 
 async function openTable(table, invite = "") {
   if (state.table !== table) {
-    state.table = table; state.seq = 0; state.results = []; state.order = []; $("log").textContent = "";
+    state.table = table; state.seq = 0; state.results = []; state.order = []; state.ready.clear(); $("log").textContent = "";
   }
   localStorage.setItem("ramino.table", table);
   state.client.subscribe([`${PREFIX}/table/${table}/chat`, `${PREFIX}/table/${table}/state`], { qos: 0 });
@@ -143,7 +158,7 @@ async function openTable(table, invite = "") {
 function showLobby() {
   if (state.table) state.client.unsubscribe([`${PREFIX}/table/${state.table}/chat`, `${PREFIX}/table/${state.table}/state`]);
   state.table = ""; state.invite = ""; localStorage.removeItem("ramino.table"); localStorage.removeItem("ramino.invite");
-  $("game").hidden = true; $("lobby").hidden = false; renderLobby();
+  $("game").hidden = true; $("replay").hidden = true; $("lobby").hidden = false; renderLobby();
 }
 
 function renderLobby() {
@@ -154,6 +169,12 @@ function renderLobby() {
       row.insertCell().textContent = text;
     }
     const cell = row.insertCell();
+    if (listing.status === "finished") {
+      const replayButton = document.createElement("button");
+      replayButton.type = "button"; replayButton.textContent = "Replay";
+      replayButton.addEventListener("click", () => openReplay(listing.table, mineSeat(listing)));
+      cell.append(replayButton);
+    }
     const free = listing.seats.includes("");
     const mine = listing.seats.includes(state.name);
     const button = document.createElement("button");
@@ -167,7 +188,15 @@ function renderLobby() {
     });
     cell.append(button);
   }
+  const list = $("played"); list.textContent = "";
+  for (const table of played()) {
+    const item = document.createElement("li"); const button = document.createElement("button");
+    button.type = "button"; button.textContent = `Replay ${table}`;
+    button.addEventListener("click", () => openReplay(table, state.name));
+    item.append(button); list.append(item);
+  }
 }
+function mineSeat(listing) { const seat = listing.seats.indexOf(state.name); return seat >= 0 ? String(seat) : ""; }
 
 function fillVariants(variants) {
   state.variants = variants;
@@ -223,8 +252,9 @@ async function createTable() {
   const isPrivate = $("private").checked;
   const reply = await checked(lobby({
     type: "create_table", variant: $("variant").value, options: readOptions(),
-    seats: Number.parseInt($("seats").value, 10), private: isPrivate, move_seconds: 0,
-    max_timeouts: 3, hand_pause_seconds: 0, sit: true,
+    seats: Number.parseInt($("seats").value, 10), private: isPrivate,
+    move_seconds: Number($("move-seconds").value) || 0, max_timeouts: 3,
+    hand_pause_seconds: Number($("hand-pause").value) || 0, sit: true,
   }));
   if (!reply.ok) return;
   state.invite = reply.result.invite_code;
@@ -283,11 +313,37 @@ function renderGame() {
   const table = $("table-view"); table.textContent = "";
   if (view) {
     table.append(`Stock: ${view.stock_size} · Discard: `);
-    if (view.pile.length) table.append(cardButton(view.pile[view.pile.length - 1]));
+    // The whole pile is public; Rummy 500 draws from deep in it, so show more than the top.
+    const shown = view.variant === "rummy500" ? view.pile.slice(-12) : view.pile.slice(-1);
+    if (view.pile.length) for (const c of shown) table.append(cardButton(c));
     else table.append("empty");
   }
+  const melds = $("melds"); melds.textContent = "";
+  for (const spec of view ? view.melds : []) {
+    const item = document.createElement("li"); item.textContent = meld(spec); melds.append(item);
+  }
   $("chat-form").hidden = state.seat < 0;
-  renderHand(); renderActions(); renderScores(); renderTurn();
+  renderHand(); renderActions(); renderScores(); renderTurn(); renderClaim();
+}
+
+
+function secondsLeft() { return Math.max(0, Math.round(state.deadline - Date.now() / 1000)); }
+
+// A claim window (Rummy 500's "Rummy!", Ramino's bussare): who may claim, their answers so far,
+// and when it closes. The claim and pass buttons are the `legal` moves, in the actions.
+function renderClaim() {
+  const box = $("claim"); const view = state.view;
+  box.hidden = !view || view.phase !== "claim";
+  if (box.hidden) return;
+  const names = state.listing ? state.listing.seats : [];
+  const kind = view.claim_kind === "bussare" ? "Bussare" : "Rummy!";
+  const answers = view.claim_seats.map((seat, i) => {
+    const answer = view.claim_answers[i];
+    const who = seat === state.seat ? "you" : names[seat] || `seat ${seat}`;
+    return `${who}: ${answer === 0 ? "deciding" : answer < 0 ? "passed" : `claims ${answer}`}`;
+  }).join(", ");
+  box.textContent = `Claim window (${kind}) on ${view.pile.length ? cardText(view.pile[view.pile.length - 1]) : "the pile"} · ${answers}` +
+    (state.deadline > 0 ? ` · closes in ${secondsLeft()} s` : "");
 }
 
 function renderTurn() {
@@ -297,20 +353,36 @@ function renderTurn() {
     const names = state.listing ? state.listing.seats : [];
     turn.textContent = `Game over. Winner: ${view.winners.map((s) => (s === state.seat ? "you" : names[s])).join(", ")}`;
   } else if (state.legal.length) turn.textContent = "Your move.";
+  else if (betweenHands()) turn.textContent = state.ready.has(state.seat) ? "You are ready: the next hand is dealt when everyone is." : "The hand is over.";
+  else if (view.phase === "claim") turn.textContent = "Claim window open.";
   else turn.textContent = `Waiting for ${(state.listing && state.listing.seats[view.to_move]) || "…"}.`;
-  if (state.deadline > 0) turn.textContent += ` (time left: ${Math.max(0, Math.round(state.deadline - Date.now() / 1000))} s)`;
+  const countdown = $("countdown");
+  countdown.hidden = !(state.deadline > 0) || view.phase === "game_over";
+  if (!countdown.hidden) {
+    const what = betweenHands() ? "Next deal in" : view.phase === "claim" ? "Claim window closes in" : "Time left";
+    countdown.textContent = `${what}: ${secondsLeft()} s`;
+  }
+}
+
+// Between two hands of a table with a hand pause: the next deal waits for every player's `ready`.
+function betweenHands() {
+  const view = state.view;
+  return Boolean(view) && state.status === "playing" && view.phase === "deal" && view.hand_number > 0;
 }
 
 function renderHand() {
   const hand = $("hand"); hand.textContent = "";
   const view = state.view; if (!view) return;
   for (const card of [...state.selected]) if (!view.hand.includes(card)) state.selected.delete(card);
+  if (state.arranged.some((cards) => cards.some((c) => !view.hand.includes(c)))) state.arranged = [];
+  const arranged = new Set(state.arranged.flat());
   const usable = new Set(state.legal.flatMap((c) => cardsOf(c) || []));
   for (const card of sortedHand(view.hand)) {
     const element = cardButton(card, () => toggle(card));
     element.setAttribute("aria-pressed", String(state.selected.has(card)));
     if (state.selected.has(card)) element.classList.add("selected");
     if (usable.has(card)) element.classList.add("legal");
+    if (arranged.has(card)) element.classList.add("arranged");
     element.setAttribute("role", "listitem");
     element.dataset.card = String(card); element.draggable = true;
     element.addEventListener("dragstart", (event) => { event.dataTransfer.setData("text/plain", String(card)); });
@@ -333,15 +405,37 @@ function actionLabel(command) {
   switch (command.type) {
     case "draw_stock": return "Draw from the stock";
     case "discard": return `Discard ${cardText(command.card)}`;
-    case "take_discard": return command.count === 1 ? "Take the discard" : `Take ${command.count} from the pile`;
-    case "pass": return "Pass";
-    case "knock": return command.card < 0 ? "Big gin" : `Knock, discarding ${cardText(command.card)}`;
-    case "meld": return `Meld ${command.melds.map((m) => m.cards.map((c) => cardText(c)).join(" ")).join(" | ")}`;
-    case "lay_off": return `Lay off ${cardText(command.card)} on meld ${command.target + 1}`;
+    case "take_discard": return takeLabel(command.count);
+    case "pass": return passLabel();
+    case "knock": return command.card < 0 ? "Big gin: lay down all eleven cards, no discard" : `Knock, discarding ${cardText(command.card)}`;
+    case "meld": return `Meld ${command.melds.map(meld).join(" | ")}`;
+    case "lay_off": return `Lay off ${cardText(command.card)}${(command.card & 63) === 52 ? ` as ${cardText(command.face)}` : ""} on meld ${command.target + 1}`;
     case "swap_joker": return `Swap ${cardText(command.card)} for the joker of meld ${command.target + 1}`;
-    case "claim": return `Claim ${command.count}`;
+    case "claim": {
+      const pile = state.view ? state.view.pile : [];
+      const taken = pile.length >= command.count ? cardText(pile[pile.length - command.count]) : "";
+      if (state.view && state.view.claim_kind === "bussare") return `Bussare: take ${taken} and two from the stock`;
+      return command.count === 1 ? `Claim ${taken} (Rummy!)` : `Claim ${command.count} cards down to ${taken} (Rummy!)`;
+    }
     default: return describe(command, names);
   }
+}
+
+function upcard() {
+  const pile = state.view ? state.view.pile : [];
+  return pile.length ? cardText(pile[pile.length - 1]) : "";
+}
+function takeLabel(count) {
+  if (state.view && state.view.phase === "first_upcard") return `Take the upcard ${upcard()}`;
+  if (count === 1) return `Take ${upcard()} from the pile`;
+  const pile = state.view.pile;
+  return `Take ${count} cards from the pile, down to ${cardText(pile[pile.length - count])}`;
+}
+function passLabel() {
+  const phase = state.view ? state.view.phase : "";
+  if (phase === "first_upcard") return `Pass on the upcard ${upcard()}`;
+  if (phase === "claim") return "Pass (no claim)";
+  return `Pass (leave ${upcard()})`;
 }
 
 function renderActions() {
@@ -359,22 +453,60 @@ function renderActions() {
   if (state.status === "finished" && state.seat >= 0) {
     addAction(box, "Rematch", () => checked(tableCmd(state.table, { type: "rematch" })));
   }
+  if (betweenHands() && state.seat >= 0 && !state.ready.has(state.seat)) {
+    addAction(box, "Ready for the next hand", async () => {
+      const reply = await checked(tableCmd(state.table, { type: "ready" }));
+      if (reply.ok || reply.code === "table/already_ready") { state.ready.add(state.seat); renderGame(); }
+    });
+  }
   // Moves that use cards of the hand are offered for the cards selected: exactly those cards.
   const selected = [...state.selected].sort((a, b) => a - b).join(",");
-  let hidden = 0;
+  let hidden = 0; const offered = [];
   for (const command of state.legal) {
     const cards = cardsOf(command);
     if (cards === null) { addAction(box, actionLabel(command), () => play(command)); continue; }
     if ([...cards].sort((a, b) => a - b).join(",") === selected) {
       addAction(box, actionLabel(command), () => play(command));
+      offered.push(command);
     } else hidden += 1;
   }
+  // Several melds of the same cards differ in what a joker stands for: the player chooses.
+  if (offered.filter((c) => c.type === "meld").length > 1 || new Set(offered.filter((c) => c.type === "lay_off").map((c) => c.target)).size < offered.filter((c) => c.type === "lay_off").length) {
+    const hint = document.createElement("p"); hint.className = "hint"; hint.id = "joker-choice";
+    hint.textContent = "These cards can be laid down in several ways: each move says what a joker (🃏) stands for (JK=card).";
+    box.append(hint);
+  }
+  arrangeKnock(box, selected);
   if (hidden) {
     const hint = document.createElement("p"); hint.className = "hint";
     hint.textContent = state.selected.size
       ? `No move uses exactly the selected cards (${hidden} moves use others).`
       : `Select cards of your hand to see the ${hidden} moves that use them (discard: one card).`;
     box.append(hint);
+  }
+}
+
+// Knock and Gin Rummy: the player may choose the melds a knock shows (`knock.melds`) instead of
+// the server's best arrangement. The page only groups the cards; the server checks the melds.
+function arrangeKnock(box, selected) {
+  const knocks = state.legal.filter((c) => c.type === "knock" && c.card >= 0);
+  if (!knocks.length) { state.arranged = []; return; }
+  const grouped = new Set(state.arranged.flat());
+  const chosen = [...state.selected];
+  if (chosen.length >= 3 && !chosen.some((c) => grouped.has(c))) {
+    addAction(box, `Show ${chosen.map((c) => cardText(c)).join(" ")} as a meld when I knock`, () => {
+      state.arranged.push(chosen.sort((a, b) => a - b)); state.selected.clear(); renderHand(); renderActions();
+    });
+  }
+  if (!state.arranged.length) return;
+  const note = document.createElement("p"); note.id = "arranged";
+  note.textContent = `Your melds for a knock: ${state.arranged.map((cards) => `[${cards.map((c) => cardText(c)).join(" ")}]`).join(" ")}`;
+  box.append(note);
+  addAction(box, "Clear my melds", () => { state.arranged = []; renderHand(); renderActions(); });
+  for (const knock of knocks) {
+    if (String(knock.card) !== selected || grouped.has(knock.card)) continue;
+    const melds = state.arranged.map((cards) => ({ cards, faces: cards.map((c) => c & 63) }));
+    addAction(box, `Knock showing my melds, discarding ${cardText(knock.card)}`, () => play({ ...knock, melds }));
   }
 }
 
@@ -418,6 +550,10 @@ function renderScores() {
     result.points.forEach((points, seat) => { row.insertCell().textContent = `${points} (total ${result.totals[seat]})`; });
   }
   box.append(table);
+  if (state.view && state.view.phase === "game_over") {
+    const table = state.table; const seat = state.seat >= 0 ? String(state.seat) : "all";
+    addAction(box, "Replay this game", () => openReplay(table, seat, String(state.listing ? state.listing.game : "")));
+  }
 }
 
 $("login-form").addEventListener("submit", (event) => {
@@ -437,7 +573,12 @@ $("back").addEventListener("click", showLobby);
 $("sort").addEventListener("click", () => {
   state.byRank = !state.byRank; state.order = []; $("sort").textContent = state.byRank ? "sort by suit" : "sort by rank"; renderHand();
 });
-setInterval(() => { if (state.deadline > 0) renderTurn(); }, 1000);
+setInterval(() => { if (state.deadline > 0) { renderTurn(); renderClaim(); } }, 1000);
+$("replay-form").addEventListener("submit", (event) => { event.preventDefault(); openReplay($("replay-id").value.trim(), ""); });
+setUpReplay(() => { if (state.client && state.table) { $("game").hidden = false; } else if (state.client) showLobby(); else $("login").hidden = false; });
+
+const replayed = /^#replay=([^:&]+)(?::(.*))?$/.exec(location.hash);
+if (replayed) openReplay(decodeURIComponent(replayed[1]), decodeURIComponent(replayed[2] || ""));
 
 const joined = /^#join=([^:]+):(.*)$/.exec(location.hash);
 if (joined) {
