@@ -71,6 +71,8 @@ _SPREAD = 1 | 1 << 13 | 1 << 26 | 1 << 39
 _MEMO_LIMIT = 200_000
 _CONTEXT_LIMIT = 64
 _MAX_SET = 4
+_CLUSTER_FILL = 256
+"""``run_clusters`` misses for one joker count after which its whole table is computed."""
 _MAX_RUN = 13
 
 
@@ -126,6 +128,7 @@ class _Tables:
 
     __slots__ = (
         "ace",
+        "cluster_misses",
         "clusters",
         "melds_by_lowest",
         "min_natural",
@@ -200,6 +203,8 @@ class _Tables:
         """Suit-local masks of the run windows of each length."""
         self.clusters: dict[int, tuple[int, ...]] = {}
         """``run_clusters`` by ``jokers << 13 | pattern``."""
+        self.cluster_misses: dict[int, int] = {}
+        """``clusters_of`` misses by joker count."""
 
     def core(self, mask: int) -> int:
         """The faces of ``mask`` (one deck, no jokers) that belong to at least one meld in it."""
@@ -233,7 +238,7 @@ class _Tables:
                 key = jokers << _SUIT_BITS | pattern
                 local = clusters.get(key)
                 if local is None:
-                    local = clusters[key] = self.run_clusters(pattern, jokers)
+                    local = self.clusters_of(pattern, jokers)
                 found.extend(cluster << (suit * 13) for cluster in local)
         if need <= _MAX_SET:
             clubs = present & _SUIT_MASK
@@ -252,6 +257,22 @@ class _Tables:
                 low = ranks & -ranks
                 found.append(present & low * _SPREAD)
                 ranks ^= low
+        return found
+
+    def clusters_of(self, pattern: int, jokers: int) -> tuple[int, ...]:
+        """``run_clusters``, kept in ``clusters``; after ``_CLUSTER_FILL`` misses for one joker
+        count, computed at once for every pattern (a long-lived solver then never misses)."""
+        key = jokers << _SUIT_BITS | pattern
+        found = self.clusters.get(key)
+        if found is not None:
+            return found
+        misses = self.cluster_misses[jokers] = self.cluster_misses.get(jokers, 0) + 1
+        if misses == _CLUSTER_FILL:
+            for other in range(1 << _SUIT_BITS):
+                if jokers << _SUIT_BITS | other not in self.clusters:
+                    self.clusters[jokers << _SUIT_BITS | other] = self.run_clusters(other, jokers)
+            return self.clusters[key]
+        found = self.clusters[key] = self.run_clusters(pattern, jokers)
         return found
 
     def run_clusters(self, pattern: int, jokers: int) -> tuple[int, ...]:
@@ -931,6 +952,7 @@ class _Split:
         "context",
         "core_memo",
         "rank_memo",
+        "runs_memo",
         "suit_keys",
         "suit_memo",
         "suit_values",
@@ -948,6 +970,8 @@ class _Split:
         """Suit vectors by jokers held, then by ``suit << 26 | twice << 13 | present``."""
         self.clusters: dict[tuple[int, int, int], list[int]] = {}
         """Least deadwoods of one run cluster by jokers placed, by ``(suit, present, twice)``."""
+        self.runs_memo: dict[tuple[int, int], dict[int, list[int]]] = {}
+        """``runs_vector`` by suit and jokers held, then by ``twice << 13 | present``."""
         self.core_memo: dict[int, dict[int, _Vector]] = {}
         """Suit vectors of the cards in run windows only (no core entry), keyed alike."""
         self.rank_memo: dict[int, tuple[_SetChoice, ...]] = {}
@@ -964,9 +988,7 @@ class _Split:
         tables = self.context.tables
         clusters = tables.clusters.get(jokers << _SUIT_BITS | present)
         if clusters is None:
-            clusters = tables.clusters[jokers << _SUIT_BITS | present] = tables.run_clusters(
-                present, jokers
-            )
+            clusters = tables.clusters_of(present, jokers)
         core = 0
         for cluster in clusters:
             core |= cluster
@@ -999,19 +1021,50 @@ class _Split:
         found = self.clusters.get(key)
         if found is not None and len(found) > jokers:
             return found[: jokers + 1]
-        offset = suit * _SUIT_BITS
-        layers = (present << offset, twice << offset) if twice else (present << offset,)
-        outcomes = self.context.search(jokers).outcomes(layers)
-        found = [
-            min(
-                [least for (gaps, room), least in outcomes.items() if gaps <= placed <= room],
-                default=_INFINITY,
-            )
-            for placed in range(jokers + 1)
-        ]
+        memo = self.runs_memo.get((suit, jokers))
+        if memo is None or len(memo) > _MEMO_LIMIT:
+            memo = self.runs_memo[suit, jokers] = {}
+        found = self.runs_vector(suit, present, twice, jokers, memo)
         if len(self.clusters) > _MEMO_LIMIT:
             self.clusters.clear()
         self.clusters[key] = found
+        return found
+
+    def runs_vector(
+        self, suit: int, present: int, twice: int, jokers: int, memo: dict[int, list[int]]
+    ) -> list[int]:
+        """Least deadwoods of a suit's rank masks in runs only, by jokers placed (exactly 0 to
+        ``jokers``; ``_INFINITY`` where impossible), memoised in ``memo`` (one per suit and
+        joker count).
+
+        The lowest card is left over (one copy), or goes into a run with some higher cards of
+        the suit; a run of naturals with ``gaps`` to fill and ``room`` for more jokers takes
+        any number of jokers from ``gaps`` to ``gaps + room``.
+        """
+        key = present | twice << _SUIT_BITS
+        found = memo.get(key)
+        if found is not None:
+            return found
+        if not present:
+            found = memo[key] = [0, *(_INFINITY,) * jokers]
+            return found
+        low = present & -present
+        value = self.context.values[suit * _SUIT_BITS + low.bit_length() - 1]
+        if twice & low:
+            child = self.runs_vector(suit, present, twice ^ low, jokers, memo)
+        else:
+            child = self.runs_vector(suit, present ^ low, twice, jokers, memo)
+        found = [least + value for least in child]
+        for faces, gaps, room in self.context.tables.runs_with(0, present, low, jokers):
+            single = faces & ~twice
+            child = self.runs_vector(suit, present ^ single, twice ^ (faces ^ single), jokers, memo)
+            most = gaps + room
+            for before, least in enumerate(child):
+                if least < _LARGE:
+                    for placed in range(before + gaps, min(jokers, before + most) + 1):
+                        if least < found[placed]:
+                            found[placed] = least
+        memo[key] = found
         return found
 
     def rank_options(self, rank: int, column: int, jokers: int) -> tuple[_SetChoice, ...]:
@@ -1100,6 +1153,85 @@ class _Split:
         options.sort(key=lambda option: bool(option[0]))
         return tuple(options)
 
+    def one_joker(
+        self, vectors: Sequence[_Vector], keys: Sequence[int], memo: dict[int, _Vector]
+    ) -> int:
+        """What one joker adds to the sum of the suits' bases when the naturals form no set:
+        it is left in hand, placed in the runs of one suit, or completes a set of two cards of
+        one rank (held in two suits or more: the two whose suits lose least), which then leave
+        their suits' runs. ``vectors`` are the suits' vectors for one joker, ``keys`` their
+        pattern keys."""
+        best = min(
+            self.context.joker_value, vectors[0][1], vectors[1][1], vectors[2][1], vectors[3][1]
+        )
+        if self.context.tables.min_natural > 2:
+            return best
+        clubs, diamonds, hearts, spades = (key & _SUIT_MASK for key in keys)
+        pairs = (clubs | diamonds) & (hearts | spades) | clubs & diamonds | hearts & spades
+        values = self.context.values
+        while pairs:
+            low = pairs & -pairs
+            pairs ^= low
+            rank = low.bit_length() - 1
+            first = second = _INFINITY
+            for suit in range(4):
+                key = keys[suit]
+                if key >> rank & 1:
+                    vector = vectors[suit]
+                    if vector[-1] >> rank & 1:  # in a run window: the suit without that card
+                        key -= low << _SUIT_BITS if key >> (_SUIT_BITS + rank) & 1 else low
+                        change = (memo.get(key) or self.suit_vector(key, 1))[0] - vector[0]
+                    else:  # deadwood in every partition of the suit
+                        change = -values[13 * suit + rank]
+                    if change < first:
+                        first, second = change, first
+                    elif change < second:
+                        second = change
+            if first + second < best:
+                best = first + second
+        return best
+
+    def few_jokers(
+        self,
+        vectors: list[_Vector],
+        keys: list[int],
+        triples: int,
+        jokers: int,
+        memo: dict[int, _Vector],
+    ) -> int:
+        """Least deadwood with at most one joker: every choice of sets of naturals (three or
+        four of a rank in different suits, at most two sets a rank) at the ranks of ``triples``
+        (held in three suits or more), the suits' runs for the cards left, and the joker as in
+        ``one_joker``, or in a set of three naturals. ``vectors`` and ``keys`` are the suits'."""
+        need = max(3, self.context.tables.min_natural)
+        states: list[tuple[list[int], bool]] = [(keys, False)]
+        while triples:
+            low = triples & -triples
+            triples ^= low
+            rank = low.bit_length() - 1
+            grown = []
+            for state in states:
+                grown.append(state)
+                grown.extend(_rank_sets(state[0], rank, need, state[1]))
+            states = grown
+        get = memo.get
+        best = _INFINITY
+        for changed, room in states:
+            if changed is keys:
+                chosen = vectors
+            else:
+                chosen = [
+                    vector if key == other else get(key) or self.suit_vector(key, jokers)
+                    for vector, key, other in zip(vectors, changed, keys)
+                ]
+            least = chosen[0][0] + chosen[1][0] + chosen[2][0] + chosen[3][0]
+            if jokers:
+                gain = self.one_joker(chosen, changed, memo)
+                least += min(gain, 0) if room else gain
+            if least < best:
+                best = least
+        return best
+
     def deadwood(self, bits: int, jokers: int) -> int | None:
         """Least deadwood of the hand whose ``_SPLIT_BIT`` sum is ``bits``, or None when its
         set choices are too many to try."""
@@ -1121,6 +1253,15 @@ class _Split:
         diamonds_vector = memo.get(diamonds_key) or self.suit_vector(diamonds_key, jokers)
         hearts_vector = memo.get(hearts_key) or self.suit_vector(hearts_key, jokers)
         spades_vector = memo.get(spades_key) or self.suit_vector(spades_key, jokers)
+        if jokers < 2:
+            # At most one joker: the sets of naturals need a rank held in three suits.
+            keys = [clubs_key, diamonds_key, hearts_key, spades_key]
+            vectors = [clubs_vector, diamonds_vector, hearts_vector, spades_vector]
+            triples = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+            if triples:
+                return self.few_jokers(vectors, keys, triples, jokers, memo)
+            base = clubs_vector[0] + diamonds_vector[0] + hearts_vector[0] + spades_vector[0]
+            return base + self.one_joker(vectors, keys, memo) if jokers else base
         parts = [clubs_vector, diamonds_vector, hearts_vector, spades_vector]
         need = max(self.context.tables.min_natural, 3 - jokers)
         if need == 3:
@@ -1216,6 +1357,27 @@ class _Split:
         return best
 
 
+def _rank_sets(keys: list[int], rank: int, need: int, room: bool) -> list[tuple[list[int], bool]]:
+    """Suit pattern keys after one or two sets of naturals of ``rank`` (``need`` to four cards
+    of different suits each) are taken out of ``keys``; and whether a set of fewer than four
+    cards (room for a joker) was taken, here or before (``room``)."""
+    found: list[tuple[list[int], bool]] = []
+    held = [suit for suit in range(4) if keys[suit] >> rank & 1]
+    for size in range(need, len(held) + 1):
+        for suits in itertools.combinations(held, size):
+            changed = list(keys)
+            for suit in suits:
+                changed[suit] -= (
+                    1 << (_SUIT_BITS + rank)
+                    if changed[suit] >> (_SUIT_BITS + rank) & 1
+                    else 1 << rank
+                )
+            found.append((changed, room or size < _MAX_SET))
+            # A second set of the rank, from the cards left (two copies allow no third).
+            found.extend(_rank_sets(changed, rank, need, room or size < _MAX_SET))
+    return found
+
+
 # --- Building melds from the solution -----------------------------------------------------------
 
 
@@ -1288,44 +1450,81 @@ def deadwood(hand: Iterable[Card], rules: MeldRules, values: Sequence[int]) -> i
     Raises:
         ValueError: ``values`` is not 53 non-negative values, or the hand repeats a card.
     """
-    # The usual case, the context used last, is checked inline.
+    # The usual case, the context used last, is checked inline, and so is a one-deck hand
+    # without jokers (every Gin Rummy hand): one bit per card, all below bit 52.
     context = _last if rules is _last_rules and values is _last_values else _context(rules, values)
     cards = hand if type(hand) is tuple else tuple(hand)
     try:
-        mask = sum(map(_CARD_BIT, cards)) & _FACES
-    except KeyError:  # not a card: the general path says which
-        mask = 0
-    if mask.bit_count() == len(cards):
-        clubs = mask & _SUIT_MASK
-        diamonds = mask >> 13 & _SUIT_MASK
-        hearts = mask >> 26 & _SUIT_MASK
-        spades = mask >> 39
-        ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
-        clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
-        best = (
-            clubs_table[clubs]
-            + diamonds_table[diamonds]
-            + hearts_table[hearts]
-            + spades_table[spades]
-        )
-        if not ranks:  # no rank in three suits: no set, so the suits are independent
-            return best
-        if ranks & (ranks - 1):
-            return _deadwood_with_sets(context, mask, ranks)
-        return _set_choice(context, mask, ranks.bit_length() - 1, best)[0]
-    try:
-        bits = sum(map(_SPLIT_BIT, cards))
-    except KeyError:  # not a card, or a third copy: the general path
-        bits = -1
-    if bits >= 0 and bits.bit_count() == len(cards):
-        split = context.split
-        if split is None:
-            split = context.split = _Split(context)
-        least = split.deadwood(bits, (bits >> _JOKER_BITS).bit_count())
-        if least is not None:
-            return least
+        mask = sum(map(_SPLIT_BIT, cards))
+    except KeyError:  # not a card, or a card of a third deck
+        return _deadwood_beyond_two_decks(context, cards)
+    if mask > _FACES or mask.bit_count() != len(cards):
+        return _deadwood_of_two_decks(context, cards, mask)
+    clubs = mask & _SUIT_MASK
+    diamonds = mask >> 13 & _SUIT_MASK
+    hearts = mask >> 26 & _SUIT_MASK
+    spades = mask >> 39
+    ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+    clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+    best = (
+        clubs_table[clubs] + diamonds_table[diamonds] + hearts_table[hearts] + spades_table[spades]
+    )
+    if not ranks:  # no rank in three suits: no set, so the suits are independent
+        return best
+    if ranks & (ranks - 1):
+        return _deadwood_with_sets(context, mask, ranks)
+    return _set_choice(context, mask, ranks.bit_length() - 1, best)[0]
+
+
+def _deadwood_of_two_decks(context: _Context, cards: tuple[Card, ...], bits: int) -> int:
+    """``deadwood`` of a hand of two-deck cards and jokers (``bits``: its ``_SPLIT_BIT`` sum)
+    that is not a one-deck hand without jokers."""
+    if bits.bit_count() != len(cards):  # a card repeated: the general path says so
+        general = _Hand(cards)
+        return _general_deadwood(context, general.layers, len(general.jokers))
+    present = (bits | bits >> _SECOND_COPY) & _FACES
+    jokers = (bits >> _JOKER_BITS).bit_count()
+    if not jokers and present.bit_count() == len(cards):  # second-deck cards, no face twice
+        return _one_deck_deadwood(context, present)
+    split = context.split
+    if split is None:
+        split = context.split = _Split(context)
+    least = split.deadwood(bits, jokers)
+    if least is not None:
+        return least
     general = _Hand(cards)
     return _general_deadwood(context, general.layers, len(general.jokers))
+
+
+def _deadwood_beyond_two_decks(context: _Context, cards: tuple[Card, ...]) -> int:
+    """``deadwood`` of a hand with a card of a third deck or more, or a non-card (for which
+    the general path raises)."""
+    try:
+        mask = sum(map(_CARD_BIT, cards)) & _FACES
+    except KeyError:
+        mask = -1
+    if mask >= 0 and mask.bit_count() == len(cards):  # no face twice, no joker
+        return _one_deck_deadwood(context, mask)
+    general = _Hand(cards)
+    return _general_deadwood(context, general.layers, len(general.jokers))
+
+
+def _one_deck_deadwood(context: _Context, mask: int) -> int:
+    """``deadwood`` of a joker-free face mask (the one-deck path of ``deadwood``)."""
+    clubs = mask & _SUIT_MASK
+    diamonds = mask >> 13 & _SUIT_MASK
+    hearts = mask >> 26 & _SUIT_MASK
+    spades = mask >> 39
+    ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+    clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+    best = (
+        clubs_table[clubs] + diamonds_table[diamonds] + hearts_table[hearts] + spades_table[spades]
+    )
+    if not ranks:
+        return best
+    if ranks & (ranks - 1):
+        return _deadwood_with_sets(context, mask, ranks)
+    return _set_choice(context, mask, ranks.bit_length() - 1, best)[0]
 
 
 def _set_choice(context: _Context, mask: int, rank: int, least: int) -> tuple[int, int]:
