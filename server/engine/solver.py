@@ -1191,6 +1191,27 @@ class _Split:
                 best = first + second
         return best
 
+    def smaller(
+        self,
+        vector: _Vector,
+        key: int,
+        smaller: int,
+        jokers: int,
+        get: Callable[[int], _Vector | None],
+    ) -> _Vector:
+        """The vector of the suit pattern ``smaller``, some cards of the pattern ``key`` (whose
+        vector is ``vector``) taken out. If none of them lies in a run window, the runs are the
+        same and only the base loses their value."""
+        taken = key - smaller
+        ranks = (taken | taken >> _SUIT_BITS) & _SUIT_MASK
+        if ranks & vector[-1]:
+            return get(smaller) or self.suit_vector(smaller, jokers)
+        values = self.suit_values[key >> 26]
+        return (
+            vector[0] - values[taken & _SUIT_MASK] - values[taken >> _SUIT_BITS & _SUIT_MASK],
+            *vector[1:],
+        )
+
     def few_jokers(
         self,
         vectors: list[_Vector],
@@ -1221,7 +1242,7 @@ class _Split:
                 chosen = vectors
             else:
                 chosen = [
-                    vector if key == other else get(key) or self.suit_vector(key, jokers)
+                    vector if key == other else self.smaller(vector, other, key, jokers, get)
                     for vector, key, other in zip(vectors, changed, keys)
                 ]
             least = chosen[0][0] + chosen[1][0] + chosen[2][0] + chosen[3][0]
