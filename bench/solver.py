@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from protocol.cards import Card, card_face, make_deck
+from protocol.cards import JOKER, Card, card_face, make_deck
 from server.engine import make_rules, solver
 from server.engine.melds import AceMode, MeldRules, enumerate_melds
 
@@ -240,14 +240,29 @@ def against(path: str, batches: int, size: int) -> None:
         for hand in warmup:
             deadwood(hand, rules, values)
     rates: dict[tuple[str, int], list[float]] = {}
+    by_jokers: dict[tuple[str, int], float] = {}
+    counts: Counter[int] = Counter()
     for hands in fresh:
+        groups: dict[int, list[Hand]] = {}
+        for hand in hands:
+            groups.setdefault(min(3, sum(card_face(card) == JOKER for card in hand)), []).append(
+                hand
+            )
+        counts.update({jokers: len(group) for jokers, group in groups.items()})
         for name, deadwood in solvers:
-            for second in (0, 1):
+            elapsed = 0.0
+            for jokers, group in sorted(groups.items()):  # fresh hands, by joker count
                 start = time.process_time()
-                for hand in hands:
+                for hand in group:
                     deadwood(hand, rules, values)
-                elapsed = time.process_time() - start
-                rates.setdefault((name, second), []).append(len(hands) / elapsed)
+                spent = time.process_time() - start
+                by_jokers[name, jokers] = by_jokers.get((name, jokers), 0.0) + spent
+                elapsed += spent
+            rates.setdefault((name, 0), []).append(len(hands) / elapsed)
+            start = time.process_time()
+            for hand in hands:  # the same hands again
+                deadwood(hand, rules, values)
+            rates.setdefault((name, 1), []).append(len(hands) / (time.process_time() - start))
     disagree = sum(
         other.deadwood(hand, rules, values) != solver.deadwood(hand, rules, values)
         for hands in fresh
@@ -261,6 +276,16 @@ def against(path: str, batches: int, size: int) -> None:
             f"{a:,.0f}/{b:,.0f}" for a, b in zip(rates["old", second], rates["new", second])
         )
         print(f"{label:22} old {old:9,.0f}/s  new {new:9,.0f}/s  {new / old:.2f}x  ({spread})")
+    total = sum(counts.values())
+    for jokers, count in sorted(counts.items()):
+        old_us = by_jokers["old", jokers] / count * 1e6
+        new_us = by_jokers["new", jokers] / count * 1e6
+        share = by_jokers["new", jokers] / sum(by_jokers["new", j] for j in counts)
+        print(
+            f"  {jokers}{'+' if jokers == 3 else ' '} jokers: {count / total:4.0%} of hands, "
+            f"old {old_us:6.1f} us, new {new_us:6.1f} us per fresh hand "
+            f"({old_us / new_us:.2f}x; {share:.0%} of the new time)"
+        )
     print(f"answers that differ: {disagree} of {batches * size:,}")
 
 

@@ -951,6 +951,7 @@ class _Split:
         "clusters",
         "context",
         "core_memo",
+        "pair_gains",
         "rank_memo",
         "runs_memo",
         "suit_keys",
@@ -974,6 +975,16 @@ class _Split:
         """``runs_vector`` by suit and jokers held, then by ``twice << 13 | present``."""
         self.core_memo: dict[int, dict[int, _Vector]] = {}
         """Suit vectors of the cards in run windows only (no core entry), keyed alike."""
+        self.pair_gains: tuple[int, ...] | None = (
+            tuple(
+                -2 * max([values[rank] for rank in _bits(ranks)], default=0)
+                for ranks in range(1 << _SUIT_BITS)
+            )
+            if symmetric
+            else None
+        )
+        """When every suit has the same values: by rank mask, minus twice the value of its
+        highest-valued rank (what a set of two of those cards with a joker saves)."""
         self.rank_memo: dict[int, tuple[_SetChoice, ...]] = {}
         """``rank_options`` by the rank's column of the hand (see ``deadwood``)."""
         self.templates: dict[tuple[int, int, tuple[int, ...]], tuple[_SetChoice, ...]] = {}
@@ -1166,8 +1177,28 @@ class _Split:
         )
         if self.context.tables.min_natural > 2:
             return best
-        clubs, diamonds, hearts, spades = (key & _SUIT_MASK for key in keys)
+        clubs_key, diamonds_key, hearts_key, spades_key = keys
+        clubs = clubs_key & _SUIT_MASK
+        diamonds = diamonds_key & _SUIT_MASK
+        hearts = hearts_key & _SUIT_MASK
+        spades = spades_key & _SUIT_MASK
         pairs = (clubs | diamonds) & (hearts | spades) | clubs & diamonds | hearts & spades
+        if not pairs:
+            return best
+        pair_gains = self.pair_gains
+        if pair_gains is not None:
+            # Ranks whose cards all lie outside run windows: each card is deadwood in every
+            # partition of its suit, so the set saves the value of two of them.
+            free = pairs & ~(
+                clubs & vectors[0][-1]
+                | diamonds & vectors[1][-1]
+                | hearts & vectors[2][-1]
+                | spades & vectors[3][-1]
+            )
+            if free:
+                pairs ^= free
+                if pair_gains[free] < best:
+                    best = pair_gains[free]
         values = self.context.values
         while pairs:
             low = pairs & -pairs
@@ -1225,6 +1256,30 @@ class _Split:
         (held in three suits or more), the suits' runs for the cards left, and the joker as in
         ``one_joker``, or in a set of three naturals. ``vectors`` and ``keys`` are the suits'."""
         need = max(3, self.context.tables.min_natural)
+        saved = 0
+        if not jokers:
+            # A rank whose cards all lie outside run windows: they are deadwood in every
+            # partition of their suits, so the sets that meld the most value of them are best.
+            coupled = 0
+            for key, vector in zip(keys, vectors):
+                coupled |= key & vector[-1]
+            free = triples & ~coupled
+            triples &= coupled
+            values = self.suit_values
+            while free:
+                low = free & -free
+                free ^= low
+                saved_here = 0
+                for changed, _ in _rank_sets(keys, low.bit_length() - 1, need, False):
+                    melded = 0
+                    for key, smaller in zip(keys, changed):
+                        taken = key - smaller
+                        if taken:
+                            table = values[key >> 26]
+                            melded += table[taken & _SUIT_MASK] + table[taken >> _SUIT_BITS]
+                    if melded > saved_here:
+                        saved_here = melded
+                saved += saved_here
         states: list[tuple[list[int], bool]] = [(keys, False)]
         while triples:
             low = triples & -triples
@@ -1251,7 +1306,7 @@ class _Split:
                 least += min(gain, 0) if room else gain
             if least < best:
                 best = least
-        return best
+        return best - saved
 
     def deadwood(self, bits: int, jokers: int) -> int | None:
         """Least deadwood of the hand whose ``_SPLIT_BIT`` sum is ``bits``, or None when its
