@@ -1270,7 +1270,7 @@ class _Split:
                 low = free & -free
                 free ^= low
                 saved_here = 0
-                for changed, _ in _rank_sets(keys, low.bit_length() - 1, need, False):
+                for changed, _ in _rank_sets(keys, low.bit_length() - 1, need, 0):
                     melded = 0
                     for key, smaller in zip(keys, changed):
                         taken = key - smaller
@@ -1280,7 +1280,7 @@ class _Split:
                     if melded > saved_here:
                         saved_here = melded
                 saved += saved_here
-        states: list[tuple[list[int], bool]] = [(keys, False)]
+        states: list[tuple[list[int], int]] = [(keys, 0)]
         while triples:
             low = triples & -triples
             triples ^= low
@@ -1308,6 +1308,133 @@ class _Split:
                 best = least
         return best - saved
 
+    def two_jokers(
+        self, vectors: list[_Vector], keys: list[int], triples: int, memo: dict[int, _Vector]
+    ) -> int:
+        """Least deadwood with two jokers when every meld needs two naturals: every choice of
+        sets of naturals at the ranks of ``triples`` (held in three suits or more), then of sets
+        of two naturals and a joker at the ranks held in two suits or more whose cards lie in
+        run windows (at most two such sets); the jokers left go to the suits' runs, to the sets
+        with room, to sets of two naturals outside run windows, or stay in hand."""
+        get = memo.get
+        states: list[tuple[list[int], int]] = [(keys, 0)]
+        while triples:
+            low = triples & -triples
+            triples ^= low
+            rank = low.bit_length() - 1
+            grown = []
+            for state in states:
+                grown.append(state)
+                grown.extend(_rank_sets(state[0], rank, 3, state[1]))
+            states = grown
+        joker_value = self.context.joker_value
+        values = self.context.values
+        best = _INFINITY
+        for changed, rooms in states:
+            chosen = (
+                vectors
+                if changed is keys
+                else [
+                    vector if key == other else self.smaller(vector, other, key, 2, get)
+                    for vector, key, other in zip(vectors, changed, keys)
+                ]
+            )
+            clubs, diamonds, hearts, spades = (key & _SUIT_MASK for key in changed)
+            pairs = (clubs | diamonds) & (hearts | spades) | clubs & diamonds | hearts & spades
+            coupled = pairs & (
+                clubs & chosen[0][-1]
+                | diamonds & chosen[1][-1]
+                | hearts & chosen[2][-1]
+                | spades & chosen[3][-1]
+            )
+            # Ranks whose cards all lie outside run windows: sets of two of them and a joker
+            # (or two) save their values and change no suit.
+            free_one: list[int] = []
+            free_two: list[int] = []
+            free = pairs ^ coupled
+            while free:
+                low = free & -free
+                free ^= low
+                rank = low.bit_length() - 1
+                cards = []
+                for suit in range(4):
+                    key = changed[suit]
+                    if key >> rank & 1:
+                        cards.append((suit, -values[13 * suit + rank]))
+                        if key >> (_SUIT_BITS + rank) & 1:
+                            cards.append((suit, -values[13 * suit + rank]))
+                one = min(
+                    first[1] + second[1]
+                    for first, second in itertools.combinations(cards, 2)
+                    if first[0] != second[0]
+                )
+                two = one
+                for four in itertools.combinations(range(len(cards)), 4):
+                    for a, b, c, d in ((0, 1, 2, 3), (0, 2, 1, 3), (0, 3, 1, 2)):
+                        pair, other = (
+                            (cards[four[a]], cards[four[b]]),
+                            (cards[four[c]], cards[four[d]]),
+                        )
+                        if pair[0][0] != pair[1][0] and other[0][0] != other[1][0]:
+                            total = pair[0][1] + pair[1][1] + other[0][1] + other[1][1]
+                            if total < two:
+                                two = total
+                free_one.append(one)
+                free_two.append(two)
+            # Sets of two naturals and a joker at the other ranks: one or two of them.
+            leaves: list[tuple[list[int], int]] = [(changed, 0)]
+            while coupled:
+                low = coupled & -coupled
+                coupled ^= low
+                rank = low.bit_length() - 1
+                # Two sets of the rank need four of its cards.
+                double = sum([key >> rank & 1 for key in changed]) >= 2 and (
+                    sum([(key >> rank & 1) + (key >> (_SUIT_BITS + rank) & 1) for key in changed])
+                    >= 4
+                )
+                grown = []
+                for leaf in leaves:
+                    grown.append(leaf)
+                    if leaf[1] < 2:
+                        grown.extend(_rank_pairs(leaf[0], rank, leaf[1], double))
+                leaves = grown
+            for after, sets in leaves:
+                final = (
+                    chosen
+                    if after is changed
+                    else [
+                        vector if key == other else self.smaller(vector, other, key, 2, get)
+                        for vector, key, other in zip(chosen, after, changed)
+                    ]
+                )
+                least = final[0][0] + final[1][0] + final[2][0] + final[3][0]
+                if sets == 2:
+                    pass
+                elif sets == 1:  # the other joker: in that set, another, a suit or the hand
+                    least += min(0, final[0][1], final[1][1], final[2][1], final[3][1], *free_one)
+                else:
+                    singles = [
+                        final[0][1],
+                        final[1][1],
+                        final[2][1],
+                        final[3][1],
+                        joker_value,
+                        *free_one,
+                        *(0,) * min(2, rooms),
+                    ]
+                    least += min(
+                        final[0][2],
+                        final[1][2],
+                        final[2][2],
+                        final[3][2],
+                        2 * joker_value,
+                        *free_two,
+                        _two_least(singles),
+                    )
+                if least < best:
+                    best = least
+        return best
+
     def deadwood(self, bits: int, jokers: int) -> int | None:
         """Least deadwood of the hand whose ``_SPLIT_BIT`` sum is ``bits``, or None when its
         set choices are too many to try."""
@@ -1329,6 +1456,13 @@ class _Split:
         diamonds_vector = memo.get(diamonds_key) or self.suit_vector(diamonds_key, jokers)
         hearts_vector = memo.get(hearts_key) or self.suit_vector(hearts_key, jokers)
         spades_vector = memo.get(spades_key) or self.suit_vector(spades_key, jokers)
+        if jokers == 2 and self.context.tables.min_natural == 2:
+            return self.two_jokers(
+                [clubs_vector, diamonds_vector, hearts_vector, spades_vector],
+                [clubs_key, diamonds_key, hearts_key, spades_key],
+                clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds),
+                memo,
+            )
         if jokers < 2:
             # At most one joker: the sets of naturals need a rank held in three suits.
             keys = [clubs_key, diamonds_key, hearts_key, spades_key]
@@ -1433,11 +1567,11 @@ class _Split:
         return best
 
 
-def _rank_sets(keys: list[int], rank: int, need: int, room: bool) -> list[tuple[list[int], bool]]:
+def _rank_sets(keys: list[int], rank: int, need: int, rooms: int) -> list[tuple[list[int], int]]:
     """Suit pattern keys after one or two sets of naturals of ``rank`` (``need`` to four cards
-    of different suits each) are taken out of ``keys``; and whether a set of fewer than four
-    cards (room for a joker) was taken, here or before (``room``)."""
-    found: list[tuple[list[int], bool]] = []
+    of different suits each) are taken out of ``keys``; and how many sets of fewer than four
+    cards (room for a joker) were taken, here or before (``rooms``)."""
+    found: list[tuple[list[int], int]] = []
     held = [suit for suit in range(4) if keys[suit] >> rank & 1]
     for size in range(need, len(held) + 1):
         for suits in itertools.combinations(held, size):
@@ -1448,10 +1582,41 @@ def _rank_sets(keys: list[int], rank: int, need: int, room: bool) -> list[tuple[
                     if changed[suit] >> (_SUIT_BITS + rank) & 1
                     else 1 << rank
                 )
-            found.append((changed, room or size < _MAX_SET))
+            more = rooms + (size < _MAX_SET)
+            found.append((changed, more))
             # A second set of the rank, from the cards left (two copies allow no third).
-            found.extend(_rank_sets(changed, rank, need, room or size < _MAX_SET))
+            found.extend(_rank_sets(changed, rank, need, more))
     return found
+
+
+def _rank_pairs(keys: list[int], rank: int, sets: int, double: bool) -> list[tuple[list[int], int]]:
+    """Suit pattern keys after sets of two naturals of ``rank`` (different suits; each with a
+    joker) are taken out of ``keys``: one, and if ``double`` (four cards of the rank or more)
+    and no set was taken before (``sets``), a second one too; with the sets taken in all."""
+    found: list[tuple[list[int], int]] = []
+    held = [suit for suit in range(4) if keys[suit] >> rank & 1]
+    for suits in itertools.combinations(held, 2):
+        changed = list(keys)
+        for suit in suits:
+            changed[suit] -= (
+                1 << (_SUIT_BITS + rank) if changed[suit] >> (_SUIT_BITS + rank) & 1 else 1 << rank
+            )
+        found.append((changed, sets + 1))
+        if double and not sets:
+            found.extend(_rank_pairs(changed, rank, 1, False))
+    return found
+
+
+def _two_least(gains: Sequence[int]) -> int:
+    """The sum of the two least of ``gains`` (at least two)."""
+    first = second = _INFINITY
+    for gain in gains:
+        if gain < second:
+            if gain < first:
+                first, second = gain, first
+            else:
+                second = gain
+    return first + second
 
 
 # --- Building melds from the solution -----------------------------------------------------------
