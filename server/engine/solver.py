@@ -941,10 +941,20 @@ class _Split:
     combination, each changing the patterns of the suits it takes cards from. The vectors are
     combined over the jokers placed (``_least``).
 
+    Most hands hold few jokers, and take shorter ways to the same least deadwood: with none or
+    one (``few_jokers``, ``one_joker``), only the sets of naturals (a rank held in three suits)
+    are tried, and the joker is placed in closed form (left in hand, in one suit's runs, in a
+    set of three naturals, or with the two cards of a rank whose suits lose least); with two,
+    when every meld needs two naturals (``two_jokers``), the sets of naturals and then at most
+    two sets of two naturals and a joker (at ranks whose cards lie in run windows) are tried,
+    and the jokers left are placed in closed form. A set that takes only cards outside run
+    windows lowers its suits' bases and changes nothing else (``smaller``).
+
     Suit vectors are memoised by pattern (and by suit when the suits' values differ), and
-    built from the vectors of their run clusters (``run_clusters``), memoised too: both recur
-    across hands. The memos of patterns and clusters are cleared past ``_MEMO_LIMIT``; those
-    of set choices are bounded by their keys (rank, column, jokers held).
+    built from the vectors of their run clusters (``run_clusters``, ``runs_vector``), memoised
+    too: both recur across hands. The memos of patterns and clusters are cleared past
+    ``_MEMO_LIMIT``; those of set choices are bounded by their keys (rank, column, jokers
+    held).
     """
 
     __slots__ = (
