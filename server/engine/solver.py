@@ -1214,6 +1214,10 @@ class _Split:
             low = pairs & -pairs
             pairs ^= low
             rank = low.bit_length() - 1
+            if pair_gains is not None and pair_gains[low] >= best:
+                # Taking a card out of a suit lowers its deadwood by the card's value at most,
+                # so this set cannot save more than the free cards of its rank would.
+                continue
             first = second = _INFINITY
             for suit in range(4):
                 key = keys[suit]
