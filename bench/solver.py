@@ -3,19 +3,27 @@
 Run with ``python -m bench.solver [--hands N] [--seed S]``. Every hand kind is timed on fresh,
 seeded random hands (single thread); the oracle (every set of disjoint melds from
 ``enumerate_melds``) is timed on the first hands of the same list, as a same-run reference.
+
+``python -m bench.solver --against FILE`` instead compares ``deadwood`` of another version of
+``server/engine/solver.py`` (say ``git show REV:server/engine/solver.py > /tmp/old.py``) with
+the current one in one process, on 13-card ``ramino`` hands in the protocol of
+``bench.engine`` (seed 0, 5,000 warm-up hands, then batches of 5,000 fresh hands, each solved
+twice), both solvers on the same hands, interleaved, timed by ``time.process_time``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import random
+import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from protocol.cards import Card, card_face, make_deck
-from server.engine import solver
+from protocol.cards import JOKER, Card, card_face, make_deck
+from server.engine import make_rules, solver
 from server.engine.melds import AceMode, MeldRules, enumerate_melds
 
 GIN_VALUES: tuple[int, ...] = (*(min(face % 13 + 1, 10) for face in range(52)), 0)
@@ -213,12 +221,85 @@ def kinds(rng: random.Random) -> list[Kind]:
     ]
 
 
+def against(path: str, batches: int, size: int) -> None:
+    """Old (the solver module at ``path``) against new ``deadwood`` on fresh 13-card ramino
+    hands: solves/s per batch (CPU time), medians, and the answers compared."""
+    spec = importlib.util.spec_from_file_location("solver_against", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot import {path}")
+    other = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(other)
+    ramino = make_rules("ramino", {}, 2)
+    rules, values = ramino.meld_rules, ramino.values
+    pack = make_deck(ramino.decks, ramino.jokers)
+    rng = random.Random(0)
+    warmup = deal(rng, pack, 13, size)
+    fresh = [deal(rng, pack, 13, size) for _ in range(batches)]
+    solvers = (("old", other.deadwood), ("new", solver.deadwood))
+    for _, deadwood in solvers:
+        for hand in warmup:
+            deadwood(hand, rules, values)
+    rates: dict[tuple[str, int], list[float]] = {}
+    by_jokers: dict[tuple[str, int], float] = {}
+    counts: Counter[int] = Counter()
+    for hands in fresh:
+        groups: dict[int, list[Hand]] = {}
+        for hand in hands:
+            groups.setdefault(min(3, sum(card_face(card) == JOKER for card in hand)), []).append(
+                hand
+            )
+        counts.update({jokers: len(group) for jokers, group in groups.items()})
+        for name, deadwood in solvers:
+            elapsed = 0.0
+            for jokers, group in sorted(groups.items()):  # fresh hands, by joker count
+                start = time.process_time()
+                for hand in group:
+                    deadwood(hand, rules, values)
+                spent = time.process_time() - start
+                by_jokers[name, jokers] = by_jokers.get((name, jokers), 0.0) + spent
+                elapsed += spent
+            rates.setdefault((name, 0), []).append(len(hands) / elapsed)
+            start = time.process_time()
+            for hand in hands:  # the same hands again
+                deadwood(hand, rules, values)
+            rates.setdefault((name, 1), []).append(len(hands) / (time.process_time() - start))
+    disagree = sum(
+        other.deadwood(hand, rules, values) != solver.deadwood(hand, rules, values)
+        for hands in fresh
+        for hand in hands
+    )
+    print(f"ramino 13 cards, {size:,} warm-up hands, {batches} batches of {size:,} fresh hands")
+    for second, label in ((0, "fresh hands"), (1, "the same hands again")):
+        old = statistics.median(rates["old", second])
+        new = statistics.median(rates["new", second])
+        spread = ", ".join(
+            f"{a:,.0f}/{b:,.0f}" for a, b in zip(rates["old", second], rates["new", second])
+        )
+        print(f"{label:22} old {old:9,.0f}/s  new {new:9,.0f}/s  {new / old:.2f}x  ({spread})")
+    total = sum(counts.values())
+    for jokers, count in sorted(counts.items()):
+        old_us = by_jokers["old", jokers] / count * 1e6
+        new_us = by_jokers["new", jokers] / count * 1e6
+        share = by_jokers["new", jokers] / sum(by_jokers["new", j] for j in counts)
+        print(
+            f"  {jokers}{'+' if jokers == 3 else ' '} jokers: {count / total:4.0%} of hands, "
+            f"old {old_us:6.1f} us, new {new_us:6.1f} us per fresh hand "
+            f"({old_us / new_us:.2f}x; {share:.0%} of the new time)"
+        )
+    print(f"answers that differ: {disagree} of {batches * size:,}")
+
+
 def main() -> None:
     """Print solves/s per hand kind, the oracle's rate on the same hands and the ratio."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--hands", type=int, default=20_000, help="hands per kind")
     parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--against", metavar="FILE", help="old solver module to compare with")
+    parser.add_argument("--batches", type=int, default=3, help="fresh batches for --against")
     arguments = parser.parse_args()
+    if arguments.against:
+        against(arguments.against, arguments.batches, 5_000)
+        return
     rng = random.Random(arguments.seed)
     print(f"{'hand kind':48} {'solves/s':>10} {'target':>8} {'oracle/s':>10} {'ratio':>8}")
     for kind in kinds(rng):

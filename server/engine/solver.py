@@ -71,6 +71,8 @@ _SPREAD = 1 | 1 << 13 | 1 << 26 | 1 << 39
 _MEMO_LIMIT = 200_000
 _CONTEXT_LIMIT = 64
 _MAX_SET = 4
+_CLUSTER_FILL = 256
+"""``run_clusters`` misses for one joker count after which its whole table is computed."""
 _MAX_RUN = 13
 
 
@@ -126,6 +128,7 @@ class _Tables:
 
     __slots__ = (
         "ace",
+        "cluster_misses",
         "clusters",
         "melds_by_lowest",
         "min_natural",
@@ -200,6 +203,8 @@ class _Tables:
         """Suit-local masks of the run windows of each length."""
         self.clusters: dict[int, tuple[int, ...]] = {}
         """``run_clusters`` by ``jokers << 13 | pattern``."""
+        self.cluster_misses: dict[int, int] = {}
+        """``clusters_of`` misses by joker count."""
 
     def core(self, mask: int) -> int:
         """The faces of ``mask`` (one deck, no jokers) that belong to at least one meld in it."""
@@ -233,7 +238,7 @@ class _Tables:
                 key = jokers << _SUIT_BITS | pattern
                 local = clusters.get(key)
                 if local is None:
-                    local = clusters[key] = self.run_clusters(pattern, jokers)
+                    local = self.clusters_of(pattern, jokers)
                 found.extend(cluster << (suit * 13) for cluster in local)
         if need <= _MAX_SET:
             clubs = present & _SUIT_MASK
@@ -252,6 +257,22 @@ class _Tables:
                 low = ranks & -ranks
                 found.append(present & low * _SPREAD)
                 ranks ^= low
+        return found
+
+    def clusters_of(self, pattern: int, jokers: int) -> tuple[int, ...]:
+        """``run_clusters``, kept in ``clusters``; after ``_CLUSTER_FILL`` misses for one joker
+        count, computed at once for every pattern (a long-lived solver then never misses)."""
+        key = jokers << _SUIT_BITS | pattern
+        found = self.clusters.get(key)
+        if found is not None:
+            return found
+        misses = self.cluster_misses[jokers] = self.cluster_misses.get(jokers, 0) + 1
+        if misses == _CLUSTER_FILL:
+            for other in range(1 << _SUIT_BITS):
+                if jokers << _SUIT_BITS | other not in self.clusters:
+                    self.clusters[jokers << _SUIT_BITS | other] = self.run_clusters(other, jokers)
+            return self.clusters[key]
+        found = self.clusters[key] = self.run_clusters(pattern, jokers)
         return found
 
     def run_clusters(self, pattern: int, jokers: int) -> tuple[int, ...]:
@@ -920,17 +941,29 @@ class _Split:
     combination, each changing the patterns of the suits it takes cards from. The vectors are
     combined over the jokers placed (``_least``).
 
+    Most hands hold few jokers, and take shorter ways to the same least deadwood: with none or
+    one (``few_jokers``, ``one_joker``), only the sets of naturals (a rank held in three suits)
+    are tried, and the joker is placed in closed form (left in hand, in one suit's runs, in a
+    set of three naturals, or with the two cards of a rank whose suits lose least); with two,
+    when every meld needs two naturals (``two_jokers``), the sets of naturals and then at most
+    two sets of two naturals and a joker (at ranks whose cards lie in run windows) are tried,
+    and the jokers left are placed in closed form. A set that takes only cards outside run
+    windows lowers its suits' bases and changes nothing else (``smaller``).
+
     Suit vectors are memoised by pattern (and by suit when the suits' values differ), and
-    built from the vectors of their run clusters (``run_clusters``), memoised too: both recur
-    across hands. The memos of patterns and clusters are cleared past ``_MEMO_LIMIT``; those
-    of set choices are bounded by their keys (rank, column, jokers held).
+    built from the vectors of their run clusters (``run_clusters``, ``runs_vector``), memoised
+    too: both recur across hands. The memos of patterns and clusters are cleared past
+    ``_MEMO_LIMIT``; those of set choices are bounded by their keys (rank, column, jokers
+    held).
     """
 
     __slots__ = (
         "clusters",
         "context",
         "core_memo",
+        "pair_gains",
         "rank_memo",
+        "runs_memo",
         "suit_keys",
         "suit_memo",
         "suit_values",
@@ -948,8 +981,20 @@ class _Split:
         """Suit vectors by jokers held, then by ``suit << 26 | twice << 13 | present``."""
         self.clusters: dict[tuple[int, int, int], list[int]] = {}
         """Least deadwoods of one run cluster by jokers placed, by ``(suit, present, twice)``."""
+        self.runs_memo: dict[tuple[int, int], dict[int, list[int]]] = {}
+        """``runs_vector`` by suit and jokers held, then by ``twice << 13 | present``."""
         self.core_memo: dict[int, dict[int, _Vector]] = {}
         """Suit vectors of the cards in run windows only (no core entry), keyed alike."""
+        self.pair_gains: tuple[int, ...] | None = (
+            tuple(
+                -2 * max([values[rank] for rank in _bits(ranks)], default=0)
+                for ranks in range(1 << _SUIT_BITS)
+            )
+            if symmetric
+            else None
+        )
+        """When every suit has the same values: by rank mask, minus twice the value of its
+        highest-valued rank (what a set of two of those cards with a joker saves)."""
         self.rank_memo: dict[int, tuple[_SetChoice, ...]] = {}
         """``rank_options`` by the rank's column of the hand (see ``deadwood``)."""
         self.templates: dict[tuple[int, int, tuple[int, ...]], tuple[_SetChoice, ...]] = {}
@@ -964,9 +1009,7 @@ class _Split:
         tables = self.context.tables
         clusters = tables.clusters.get(jokers << _SUIT_BITS | present)
         if clusters is None:
-            clusters = tables.clusters[jokers << _SUIT_BITS | present] = tables.run_clusters(
-                present, jokers
-            )
+            clusters = tables.clusters_of(present, jokers)
         core = 0
         for cluster in clusters:
             core |= cluster
@@ -999,19 +1042,50 @@ class _Split:
         found = self.clusters.get(key)
         if found is not None and len(found) > jokers:
             return found[: jokers + 1]
-        offset = suit * _SUIT_BITS
-        layers = (present << offset, twice << offset) if twice else (present << offset,)
-        outcomes = self.context.search(jokers).outcomes(layers)
-        found = [
-            min(
-                [least for (gaps, room), least in outcomes.items() if gaps <= placed <= room],
-                default=_INFINITY,
-            )
-            for placed in range(jokers + 1)
-        ]
+        memo = self.runs_memo.get((suit, jokers))
+        if memo is None or len(memo) > _MEMO_LIMIT:
+            memo = self.runs_memo[suit, jokers] = {}
+        found = self.runs_vector(suit, present, twice, jokers, memo)
         if len(self.clusters) > _MEMO_LIMIT:
             self.clusters.clear()
         self.clusters[key] = found
+        return found
+
+    def runs_vector(
+        self, suit: int, present: int, twice: int, jokers: int, memo: dict[int, list[int]]
+    ) -> list[int]:
+        """Least deadwoods of a suit's rank masks in runs only, by jokers placed (exactly 0 to
+        ``jokers``; ``_INFINITY`` where impossible), memoised in ``memo`` (one per suit and
+        joker count).
+
+        The lowest card is left over (one copy), or goes into a run with some higher cards of
+        the suit; a run of naturals with ``gaps`` to fill and ``room`` for more jokers takes
+        any number of jokers from ``gaps`` to ``gaps + room``.
+        """
+        key = present | twice << _SUIT_BITS
+        found = memo.get(key)
+        if found is not None:
+            return found
+        if not present:
+            found = memo[key] = [0, *(_INFINITY,) * jokers]
+            return found
+        low = present & -present
+        value = self.context.values[suit * _SUIT_BITS + low.bit_length() - 1]
+        if twice & low:
+            child = self.runs_vector(suit, present, twice ^ low, jokers, memo)
+        else:
+            child = self.runs_vector(suit, present ^ low, twice, jokers, memo)
+        found = [least + value for least in child]
+        for faces, gaps, room in self.context.tables.runs_with(0, present, low, jokers):
+            single = faces & ~twice
+            child = self.runs_vector(suit, present ^ single, twice ^ (faces ^ single), jokers, memo)
+            most = gaps + room
+            for before, least in enumerate(child):
+                if least < _LARGE:
+                    for placed in range(before + gaps, min(jokers, before + most) + 1):
+                        if least < found[placed]:
+                            found[placed] = least
+        memo[key] = found
         return found
 
     def rank_options(self, rank: int, column: int, jokers: int) -> tuple[_SetChoice, ...]:
@@ -1100,6 +1174,281 @@ class _Split:
         options.sort(key=lambda option: bool(option[0]))
         return tuple(options)
 
+    def one_joker(
+        self, vectors: Sequence[_Vector], keys: Sequence[int], memo: dict[int, _Vector]
+    ) -> int:
+        """What one joker adds to the sum of the suits' bases when the naturals form no set:
+        it is left in hand, placed in the runs of one suit, or completes a set of two cards of
+        one rank (held in two suits or more: the two whose suits lose least), which then leave
+        their suits' runs. ``vectors`` are the suits' vectors for one joker, ``keys`` their
+        pattern keys."""
+        best = min(
+            self.context.joker_value, vectors[0][1], vectors[1][1], vectors[2][1], vectors[3][1]
+        )
+        if self.context.tables.min_natural > 2:
+            return best
+        clubs_key, diamonds_key, hearts_key, spades_key = keys
+        clubs = clubs_key & _SUIT_MASK
+        diamonds = diamonds_key & _SUIT_MASK
+        hearts = hearts_key & _SUIT_MASK
+        spades = spades_key & _SUIT_MASK
+        pairs = (clubs | diamonds) & (hearts | spades) | clubs & diamonds | hearts & spades
+        if not pairs:
+            return best
+        pair_gains = self.pair_gains
+        if pair_gains is not None:
+            # Ranks whose cards all lie outside run windows: each card is deadwood in every
+            # partition of its suit, so the set saves the value of two of them.
+            free = pairs & ~(
+                clubs & vectors[0][-1]
+                | diamonds & vectors[1][-1]
+                | hearts & vectors[2][-1]
+                | spades & vectors[3][-1]
+            )
+            if free:
+                pairs ^= free
+                if pair_gains[free] < best:
+                    best = pair_gains[free]
+        values = self.context.values
+        while pairs:
+            low = pairs & -pairs
+            pairs ^= low
+            rank = low.bit_length() - 1
+            if pair_gains is not None and pair_gains[low] >= best:
+                # Taking a card out of a suit lowers its deadwood by the card's value at most,
+                # so this set cannot save more than the free cards of its rank would.
+                continue
+            first = second = _INFINITY
+            for suit in range(4):
+                key = keys[suit]
+                if key >> rank & 1:
+                    vector = vectors[suit]
+                    if vector[-1] >> rank & 1:  # in a run window: the suit without that card
+                        key -= low << _SUIT_BITS if key >> (_SUIT_BITS + rank) & 1 else low
+                        change = (memo.get(key) or self.suit_vector(key, 1))[0] - vector[0]
+                    else:  # deadwood in every partition of the suit
+                        change = -values[13 * suit + rank]
+                    if change < first:
+                        first, second = change, first
+                    elif change < second:
+                        second = change
+            if first + second < best:
+                best = first + second
+        return best
+
+    def smaller(
+        self,
+        vector: _Vector,
+        key: int,
+        smaller: int,
+        jokers: int,
+        get: Callable[[int], _Vector | None],
+    ) -> _Vector:
+        """The vector of the suit pattern ``smaller``, some cards of the pattern ``key`` (whose
+        vector is ``vector``) taken out. If none of them lies in a run window, the runs are the
+        same and only the base loses their value."""
+        taken = key - smaller
+        ranks = (taken | taken >> _SUIT_BITS) & _SUIT_MASK
+        if ranks & vector[-1]:
+            return get(smaller) or self.suit_vector(smaller, jokers)
+        values = self.suit_values[key >> 26]
+        return (
+            vector[0] - values[taken & _SUIT_MASK] - values[taken >> _SUIT_BITS & _SUIT_MASK],
+            *vector[1:],
+        )
+
+    def few_jokers(
+        self,
+        vectors: list[_Vector],
+        keys: list[int],
+        triples: int,
+        jokers: int,
+        memo: dict[int, _Vector],
+    ) -> int:
+        """Least deadwood with at most one joker: every choice of sets of naturals (three or
+        four of a rank in different suits, at most two sets a rank) at the ranks of ``triples``
+        (held in three suits or more), the suits' runs for the cards left, and the joker as in
+        ``one_joker``, or in a set of three naturals. ``vectors`` and ``keys`` are the suits'."""
+        need = max(3, self.context.tables.min_natural)
+        saved = 0
+        if not jokers:
+            # A rank whose cards all lie outside run windows: they are deadwood in every
+            # partition of their suits, so the sets that meld the most value of them are best.
+            coupled = 0
+            for key, vector in zip(keys, vectors):
+                coupled |= key & vector[-1]
+            free = triples & ~coupled
+            triples &= coupled
+            values = self.suit_values
+            while free:
+                low = free & -free
+                free ^= low
+                saved_here = 0
+                for changed, _ in _rank_sets(keys, low.bit_length() - 1, need, 0):
+                    melded = 0
+                    for key, smaller in zip(keys, changed):
+                        taken = key - smaller
+                        if taken:
+                            table = values[key >> 26]
+                            melded += table[taken & _SUIT_MASK] + table[taken >> _SUIT_BITS]
+                    if melded > saved_here:
+                        saved_here = melded
+                saved += saved_here
+        states: list[tuple[list[int], int]] = [(keys, 0)]
+        while triples:
+            low = triples & -triples
+            triples ^= low
+            rank = low.bit_length() - 1
+            grown = []
+            for state in states:
+                grown.append(state)
+                grown.extend(_rank_sets(state[0], rank, need, state[1]))
+            states = grown
+        get = memo.get
+        best = _INFINITY
+        for changed, room in states:
+            if changed is keys:
+                chosen = vectors
+            else:
+                chosen = [
+                    vector if key == other else self.smaller(vector, other, key, jokers, get)
+                    for vector, key, other in zip(vectors, changed, keys)
+                ]
+            least = chosen[0][0] + chosen[1][0] + chosen[2][0] + chosen[3][0]
+            if jokers:
+                gain = self.one_joker(chosen, changed, memo)
+                least += min(gain, 0) if room else gain
+            if least < best:
+                best = least
+        return best - saved
+
+    def two_jokers(
+        self, vectors: list[_Vector], keys: list[int], triples: int, memo: dict[int, _Vector]
+    ) -> int:
+        """Least deadwood with two jokers when every meld needs two naturals: every choice of
+        sets of naturals at the ranks of ``triples`` (held in three suits or more), then of sets
+        of two naturals and a joker at the ranks held in two suits or more whose cards lie in
+        run windows (at most two such sets); the jokers left go to the suits' runs, to the sets
+        with room, to sets of two naturals outside run windows, or stay in hand."""
+        get = memo.get
+        states: list[tuple[list[int], int]] = [(keys, 0)]
+        while triples:
+            low = triples & -triples
+            triples ^= low
+            rank = low.bit_length() - 1
+            grown = []
+            for state in states:
+                grown.append(state)
+                grown.extend(_rank_sets(state[0], rank, 3, state[1]))
+            states = grown
+        joker_value = self.context.joker_value
+        values = self.context.values
+        best = _INFINITY
+        for changed, rooms in states:
+            chosen = (
+                vectors
+                if changed is keys
+                else [
+                    vector if key == other else self.smaller(vector, other, key, 2, get)
+                    for vector, key, other in zip(vectors, changed, keys)
+                ]
+            )
+            clubs, diamonds, hearts, spades = (key & _SUIT_MASK for key in changed)
+            pairs = (clubs | diamonds) & (hearts | spades) | clubs & diamonds | hearts & spades
+            coupled = pairs & (
+                clubs & chosen[0][-1]
+                | diamonds & chosen[1][-1]
+                | hearts & chosen[2][-1]
+                | spades & chosen[3][-1]
+            )
+            # Ranks whose cards all lie outside run windows: sets of two of them and a joker
+            # (or two) save their values and change no suit.
+            free_one: list[int] = []
+            free_two: list[int] = []
+            free = pairs ^ coupled
+            while free:
+                low = free & -free
+                free ^= low
+                rank = low.bit_length() - 1
+                cards = []
+                for suit in range(4):
+                    key = changed[suit]
+                    if key >> rank & 1:
+                        cards.append((suit, -values[13 * suit + rank]))
+                        if key >> (_SUIT_BITS + rank) & 1:
+                            cards.append((suit, -values[13 * suit + rank]))
+                one = min(
+                    first[1] + second[1]
+                    for first, second in itertools.combinations(cards, 2)
+                    if first[0] != second[0]
+                )
+                two = one
+                for four in itertools.combinations(range(len(cards)), 4):
+                    for a, b, c, d in ((0, 1, 2, 3), (0, 2, 1, 3), (0, 3, 1, 2)):
+                        pair, other = (
+                            (cards[four[a]], cards[four[b]]),
+                            (cards[four[c]], cards[four[d]]),
+                        )
+                        if pair[0][0] != pair[1][0] and other[0][0] != other[1][0]:
+                            total = pair[0][1] + pair[1][1] + other[0][1] + other[1][1]
+                            if total < two:
+                                two = total
+                free_one.append(one)
+                free_two.append(two)
+            # Sets of two naturals and a joker at the other ranks: one or two of them.
+            leaves: list[tuple[list[int], int]] = [(changed, 0)]
+            while coupled:
+                low = coupled & -coupled
+                coupled ^= low
+                rank = low.bit_length() - 1
+                # Two sets of the rank need four of its cards.
+                double = sum([key >> rank & 1 for key in changed]) >= 2 and (
+                    sum([(key >> rank & 1) + (key >> (_SUIT_BITS + rank) & 1) for key in changed])
+                    >= 4
+                )
+                grown = []
+                for leaf in leaves:
+                    grown.append(leaf)
+                    if leaf[1] < 2:
+                        grown.extend(_rank_pairs(leaf[0], rank, leaf[1], double))
+                leaves = grown
+            for after, sets in leaves:
+                final = (
+                    chosen
+                    if after is changed
+                    else [
+                        vector if key == other else self.smaller(vector, other, key, 2, get)
+                        for vector, key, other in zip(chosen, after, changed)
+                    ]
+                )
+                least = final[0][0] + final[1][0] + final[2][0] + final[3][0]
+                if sets == 2:
+                    pass
+                elif sets == 1:  # the other joker: in that set, another, a suit or the hand
+                    least += min(0, final[0][1], final[1][1], final[2][1], final[3][1], *free_one)
+                else:
+                    singles = [
+                        final[0][1],
+                        final[1][1],
+                        final[2][1],
+                        final[3][1],
+                        joker_value,
+                        *free_one,
+                        *(0,) * min(2, rooms),
+                    ]
+                    least += min(
+                        final[0][2],
+                        final[1][2],
+                        final[2][2],
+                        final[3][2],
+                        2 * joker_value,
+                        *free_two,
+                        _two_least(singles),
+                    )
+                if least < best:
+                    best = least
+        return best
+
     def deadwood(self, bits: int, jokers: int) -> int | None:
         """Least deadwood of the hand whose ``_SPLIT_BIT`` sum is ``bits``, or None when its
         set choices are too many to try."""
@@ -1121,6 +1470,22 @@ class _Split:
         diamonds_vector = memo.get(diamonds_key) or self.suit_vector(diamonds_key, jokers)
         hearts_vector = memo.get(hearts_key) or self.suit_vector(hearts_key, jokers)
         spades_vector = memo.get(spades_key) or self.suit_vector(spades_key, jokers)
+        if jokers == 2 and self.context.tables.min_natural == 2:
+            return self.two_jokers(
+                [clubs_vector, diamonds_vector, hearts_vector, spades_vector],
+                [clubs_key, diamonds_key, hearts_key, spades_key],
+                clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds),
+                memo,
+            )
+        if jokers < 2:
+            # At most one joker: the sets of naturals need a rank held in three suits.
+            keys = [clubs_key, diamonds_key, hearts_key, spades_key]
+            vectors = [clubs_vector, diamonds_vector, hearts_vector, spades_vector]
+            triples = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+            if triples:
+                return self.few_jokers(vectors, keys, triples, jokers, memo)
+            base = clubs_vector[0] + diamonds_vector[0] + hearts_vector[0] + spades_vector[0]
+            return base + self.one_joker(vectors, keys, memo) if jokers else base
         parts = [clubs_vector, diamonds_vector, hearts_vector, spades_vector]
         need = max(self.context.tables.min_natural, 3 - jokers)
         if need == 3:
@@ -1216,6 +1581,58 @@ class _Split:
         return best
 
 
+def _rank_sets(keys: list[int], rank: int, need: int, rooms: int) -> list[tuple[list[int], int]]:
+    """Suit pattern keys after one or two sets of naturals of ``rank`` (``need`` to four cards
+    of different suits each) are taken out of ``keys``; and how many sets of fewer than four
+    cards (room for a joker) were taken, here or before (``rooms``)."""
+    found: list[tuple[list[int], int]] = []
+    held = [suit for suit in range(4) if keys[suit] >> rank & 1]
+    for size in range(need, len(held) + 1):
+        for suits in itertools.combinations(held, size):
+            changed = list(keys)
+            for suit in suits:
+                changed[suit] -= (
+                    1 << (_SUIT_BITS + rank)
+                    if changed[suit] >> (_SUIT_BITS + rank) & 1
+                    else 1 << rank
+                )
+            more = rooms + (size < _MAX_SET)
+            found.append((changed, more))
+            # A second set of the rank, from the cards left (two copies allow no third).
+            found.extend(_rank_sets(changed, rank, need, more))
+    return found
+
+
+def _rank_pairs(keys: list[int], rank: int, sets: int, double: bool) -> list[tuple[list[int], int]]:
+    """Suit pattern keys after sets of two naturals of ``rank`` (different suits; each with a
+    joker) are taken out of ``keys``: one, and if ``double`` (four cards of the rank or more)
+    and no set was taken before (``sets``), a second one too; with the sets taken in all."""
+    found: list[tuple[list[int], int]] = []
+    held = [suit for suit in range(4) if keys[suit] >> rank & 1]
+    for suits in itertools.combinations(held, 2):
+        changed = list(keys)
+        for suit in suits:
+            changed[suit] -= (
+                1 << (_SUIT_BITS + rank) if changed[suit] >> (_SUIT_BITS + rank) & 1 else 1 << rank
+            )
+        found.append((changed, sets + 1))
+        if double and not sets:
+            found.extend(_rank_pairs(changed, rank, 1, False))
+    return found
+
+
+def _two_least(gains: Sequence[int]) -> int:
+    """The sum of the two least of ``gains`` (at least two)."""
+    first = second = _INFINITY
+    for gain in gains:
+        if gain < second:
+            if gain < first:
+                first, second = gain, first
+            else:
+                second = gain
+    return first + second
+
+
 # --- Building melds from the solution -----------------------------------------------------------
 
 
@@ -1288,44 +1705,81 @@ def deadwood(hand: Iterable[Card], rules: MeldRules, values: Sequence[int]) -> i
     Raises:
         ValueError: ``values`` is not 53 non-negative values, or the hand repeats a card.
     """
-    # The usual case, the context used last, is checked inline.
+    # The usual case, the context used last, is checked inline, and so is a one-deck hand
+    # without jokers (every Gin Rummy hand): one bit per card, all below bit 52.
     context = _last if rules is _last_rules and values is _last_values else _context(rules, values)
     cards = hand if type(hand) is tuple else tuple(hand)
     try:
-        mask = sum(map(_CARD_BIT, cards)) & _FACES
-    except KeyError:  # not a card: the general path says which
-        mask = 0
-    if mask.bit_count() == len(cards):
-        clubs = mask & _SUIT_MASK
-        diamonds = mask >> 13 & _SUIT_MASK
-        hearts = mask >> 26 & _SUIT_MASK
-        spades = mask >> 39
-        ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
-        clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
-        best = (
-            clubs_table[clubs]
-            + diamonds_table[diamonds]
-            + hearts_table[hearts]
-            + spades_table[spades]
-        )
-        if not ranks:  # no rank in three suits: no set, so the suits are independent
-            return best
-        if ranks & (ranks - 1):
-            return _deadwood_with_sets(context, mask, ranks)
-        return _set_choice(context, mask, ranks.bit_length() - 1, best)[0]
-    try:
-        bits = sum(map(_SPLIT_BIT, cards))
-    except KeyError:  # not a card, or a third copy: the general path
-        bits = -1
-    if bits >= 0 and bits.bit_count() == len(cards):
-        split = context.split
-        if split is None:
-            split = context.split = _Split(context)
-        least = split.deadwood(bits, (bits >> _JOKER_BITS).bit_count())
-        if least is not None:
-            return least
+        mask = sum(map(_SPLIT_BIT, cards))
+    except KeyError:  # not a card, or a card of a third deck
+        return _deadwood_beyond_two_decks(context, cards)
+    if mask > _FACES or mask.bit_count() != len(cards):
+        return _deadwood_of_two_decks(context, cards, mask)
+    clubs = mask & _SUIT_MASK
+    diamonds = mask >> 13 & _SUIT_MASK
+    hearts = mask >> 26 & _SUIT_MASK
+    spades = mask >> 39
+    ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+    clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+    best = (
+        clubs_table[clubs] + diamonds_table[diamonds] + hearts_table[hearts] + spades_table[spades]
+    )
+    if not ranks:  # no rank in three suits: no set, so the suits are independent
+        return best
+    if ranks & (ranks - 1):
+        return _deadwood_with_sets(context, mask, ranks)
+    return _set_choice(context, mask, ranks.bit_length() - 1, best)[0]
+
+
+def _deadwood_of_two_decks(context: _Context, cards: tuple[Card, ...], bits: int) -> int:
+    """``deadwood`` of a hand of two-deck cards and jokers (``bits``: its ``_SPLIT_BIT`` sum)
+    that is not a one-deck hand without jokers."""
+    if bits.bit_count() != len(cards):  # a card repeated: the general path says so
+        general = _Hand(cards)
+        return _general_deadwood(context, general.layers, len(general.jokers))
+    present = (bits | bits >> _SECOND_COPY) & _FACES
+    jokers = (bits >> _JOKER_BITS).bit_count()
+    if not jokers and present.bit_count() == len(cards):  # second-deck cards, no face twice
+        return _one_deck_deadwood(context, present)
+    split = context.split
+    if split is None:
+        split = context.split = _Split(context)
+    least = split.deadwood(bits, jokers)
+    if least is not None:
+        return least
     general = _Hand(cards)
     return _general_deadwood(context, general.layers, len(general.jokers))
+
+
+def _deadwood_beyond_two_decks(context: _Context, cards: tuple[Card, ...]) -> int:
+    """``deadwood`` of a hand with a card of a third deck or more, or a non-card (for which
+    the general path raises)."""
+    try:
+        mask = sum(map(_CARD_BIT, cards)) & _FACES
+    except KeyError:
+        mask = -1
+    if mask >= 0 and mask.bit_count() == len(cards):  # no face twice, no joker
+        return _one_deck_deadwood(context, mask)
+    general = _Hand(cards)
+    return _general_deadwood(context, general.layers, len(general.jokers))
+
+
+def _one_deck_deadwood(context: _Context, mask: int) -> int:
+    """``deadwood`` of a joker-free face mask (the one-deck path of ``deadwood``)."""
+    clubs = mask & _SUIT_MASK
+    diamonds = mask >> 13 & _SUIT_MASK
+    hearts = mask >> 26 & _SUIT_MASK
+    spades = mask >> 39
+    ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+    clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+    best = (
+        clubs_table[clubs] + diamonds_table[diamonds] + hearts_table[hearts] + spades_table[spades]
+    )
+    if not ranks:
+        return best
+    if ranks & (ranks - 1):
+        return _deadwood_with_sets(context, mask, ranks)
+    return _set_choice(context, mask, ranks.bit_length() - 1, best)[0]
 
 
 def _set_choice(context: _Context, mask: int, rank: int, least: int) -> tuple[int, int]:
