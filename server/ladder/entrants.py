@@ -71,7 +71,7 @@ BUILTINS: dict[str, str] = {
 ``mc@2``: version 2, which plays to win the hand, 200 ms of process time per searched
 decision)."""
 
-DEFAULT_ENTRANTS: tuple[str, ...] = ("random@1", "greedy@1", "simple@1", "heuristic@1", "mc@1")
+DEFAULT_ENTRANTS: tuple[str, ...] = ("random@1", "greedy@1", "simple@1", "heuristic@1", "mc@2")
 """What ``ramino ladder run`` enters on a ladder that has no entrant yet."""
 
 
