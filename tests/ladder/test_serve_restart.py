@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from server.net.serve import ServeConfig, running
 from server.tables.replay import read_rows
 from server.tables.store import open_store
 from server.tables.table import empty_table, fold
-from tests.net.conftest import MosquittoBroker, client_for, ensure_users
+from tests.net.conftest import MosquittoBroker, client_for, ensure_users, serve_process
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 120.0
@@ -34,28 +33,16 @@ BOT = "ext:silentbot"
 async def _serve(broker: MosquittoBroker, store: str) -> AsyncIterator[asyncio.subprocess.Process]:
     """``ramino serve --ladder main`` as a subprocess in its own process group (its ladder's
     match workers with it), once it says it is serving; the group is SIGKILLed at the end."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server.cli",
-        "serve",
-        "--broker",
-        broker.url,
-        "--store",
+    process = await serve_process(
+        broker,
         store,
-        "--server-password",
-        broker.server_password,
         "--ladder",
         "main",
         "--ladder-pools",
         "gin-2",
         "--ladder-move-seconds",
         "600",
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        start_new_session=True,
+        new_session=True,
     )
     assert process.stdout is not None
     try:

@@ -18,6 +18,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -368,6 +369,32 @@ async def serving(
     )
     async with running(config, clock=clock) as server:
         yield server
+
+
+async def serve_process(
+    broker: BrokerUnderTest, store: str, *extra: str, new_session: bool = False
+) -> asyncio.subprocess.Process:
+    """``ramino serve`` on ``broker`` with ``store`` (and the ``extra`` arguments) as a
+    subprocess of this repository, its output piped (``new_session``: in a process group of
+    its own, so that what it starts can be killed with it)."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "server.cli",
+        "serve",
+        "--broker",
+        broker.url,
+        "--store",
+        store,
+        "--server-password",
+        broker.server_password,
+        *extra,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        start_new_session=new_session,
+    )
 
 
 def client_for(

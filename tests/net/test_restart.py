@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,7 +16,7 @@ from protocol.transport import Message
 from server.tables.replay import read_rows
 from server.tables.store import open_store
 from server.tables.table import empty_table, fold
-from tests.net.conftest import MosquittoBroker, client_for, ensure_users
+from tests.net.conftest import MosquittoBroker, client_for, ensure_users, serve_process
 from tests.net.players import play_seat, start_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,22 +28,7 @@ async def ramino_serve(
     broker: MosquittoBroker, store: str
 ) -> AsyncIterator[asyncio.subprocess.Process]:
     """``ramino serve`` as a subprocess, once it says it is serving; SIGKILLed if still alive."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server.cli",
-        "serve",
-        "--broker",
-        broker.url,
-        "--store",
-        store,
-        "--server-password",
-        broker.server_password,
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    process = await serve_process(broker, store)
     assert process.stdout is not None
     try:
         async with asyncio.timeout(START_SECONDS):

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -31,7 +29,7 @@ from server.tables.postgres_store import Fence, PostgresStore
 from server.tables.replay import read_rows
 from server.tables.store import NewEvent, Snapshot, open_store
 from server.tables.table import CreateTable, Sit, StartGame, empty_table, fold
-from tests.net.conftest import MosquittoBroker, client_for, ensure_users
+from tests.net.conftest import MosquittoBroker, client_for, ensure_users, serve_process
 from tests.net.players import play_seat, start_table
 from tests.net.test_restart import Acks
 from tests.tables.conftest import postgres_url as postgres_url  # the fixture
@@ -102,27 +100,8 @@ async def worker(
     broker: MosquittoBroker, store: str, name: str, shards: int = 2, ttl: float = 2.0
 ) -> AsyncIterator[WorkerProcess]:
     """Worker ``name`` as a subprocess, once it says it is serving; SIGKILLed if still alive."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server.cli",
-        "serve",
-        "--broker",
-        broker.url,
-        "--store",
-        store,
-        "--server-password",
-        broker.server_password,
-        "--worker",
-        name,
-        "--shards",
-        str(shards),
-        "--lease-ttl",
-        str(ttl),
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    process = await serve_process(
+        broker, store, "--worker", name, "--shards", str(shards), "--lease-ttl", str(ttl)
     )
     running = WorkerProcess(name, process)
     try:
