@@ -14,6 +14,7 @@ Without /usr/bin/chromium the tests are skipped, except under CI=true, where the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -39,6 +40,8 @@ def shots(tmp_path: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
+
+ROOT = Path(__file__).resolve().parents[2]
 
 STEP = 15_000
 """Milliseconds to wait for the page to show something (a bot thinks 0.3 s a move)."""
@@ -75,26 +78,24 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"sqlite:///{tmp_path_factory.mktemp('web') / 'web.db'}"
 
 
-@pytest.fixture(scope="module")
-def site(store: str) -> Iterator[str]:
+@contextlib.contextmanager
+def serving_page(arguments: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
+    """``ramino serve`` with ``arguments`` (text logs at level warning added) as a subprocess
+    of this repository, once it announces its page; yields the page's address, and stops it."""
     process = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "server.cli",
             "serve",
-            "--web",
-            "127.0.0.1:0",
-            "--port",
-            "0",
-            "--house-bots",
-            "--store",
-            store,
+            *arguments,
             "--log-format",
             "text",
             "--log-level",
             "warning",
         ],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -117,6 +118,14 @@ def site(store: str) -> Iterator[str]:
         reader.join(timeout=15)
         assert process.stdout is not None
         process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def site(store: str) -> Iterator[str]:
+    with serving_page(
+        ["--web", "127.0.0.1:0", "--port", "0", "--house-bots", "--store", store]
+    ) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -9,24 +9,16 @@ like test_browser.py without Chromium (failed under CI=true), and without Mosqui
 
 from __future__ import annotations
 
-import os
-import queue
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, expect
 
 from server.net.web import MQTT_PATH
 from tests.net.conftest import MosquittoBroker, mosquitto
-from tests.web.test_browser import STEP, _announced_url, _create, browser
+from tests.web.test_browser import STEP, _create, browser, serving_page
 
 __all__ = ["browser", "mosquitto"]  # fixtures used here (test_browser skips without Chromium)
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -36,49 +28,18 @@ def mosquitto_site(
     """``ramino serve`` on the session's Mosquitto with the page on a free port, pointing at
     Mosquitto's WebSocket listener; the page's address."""
     store = tmp_path_factory.mktemp("web-mosquitto") / "web.db"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "server.cli",
-            "serve",
-            "--broker",
-            mosquitto.url,
-            "--web",
-            "127.0.0.1:0",
-            "--web-broker",
-            f"ws://127.0.0.1:{mosquitto.websockets_port}{MQTT_PATH}",
-            "--store",
-            f"sqlite:///{store}",
-            "--log-format",
-            "text",
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "RAMINO_SERVER_PASSWORD": mosquitto.server_password},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.put(line)
-        lines.put("")
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        yield _announced_url(lines, 30)
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
-        reader.join(timeout=15)
-        assert process.stdout is not None
-        process.stdout.close()
+    arguments = [
+        "--broker",
+        mosquitto.url,
+        "--web",
+        "127.0.0.1:0",
+        "--web-broker",
+        f"ws://127.0.0.1:{mosquitto.websockets_port}{MQTT_PATH}",
+        "--store",
+        f"sqlite:///{store}",
+    ]
+    with serving_page(arguments, {"RAMINO_SERVER_PASSWORD": mosquitto.server_password}) as url:
+        yield url
 
 
 def test_two_accounts_play_through_mosquitto_websockets(
