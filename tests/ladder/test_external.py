@@ -33,9 +33,8 @@ from protocol import topics
 from protocol.client import Client, RequestFailed
 from protocol.messages import LadderEntry, LadderJoin, LadderStatus
 from protocol.transport import Transport
-from server.ladder.service import Ladder
 from server.net.serve import ServeConfig, running
-from server.tables.store import open_store
+from tests.ladder.conftest import enter
 from tests.net.players import Inbox, card_leaks, states_by_seq
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,21 +45,11 @@ MAX_FORFEITS = 2
 GOOD, SILENT = "ext:goodbot", "ext:silentbot"
 
 
-async def _enter_builtins(url: str) -> None:
-    store = await open_store(url)
-    try:
-        ladder = await Ladder.open(store, "main")
-        for name in ("random@1", "greedy@1"):
-            await ladder.add_entrant(name)
-    finally:
-        await store.close()
-
-
 async def test_an_external_bot_is_rated_a_silent_one_is_suspended_and_nothing_leaks(
     tmp_path: Path,
 ) -> None:
     url = f"sqlite:///{tmp_path / 'ladder.db'}"
-    await _enter_builtins(url)
+    await enter(url, ["random@1", "greedy@1"])
     config = ServeConfig(
         broker="embedded",
         port=0,

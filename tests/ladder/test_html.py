@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 
 from server.cli import main
-from server.ladder.service import Ladder
 from server.net.serve import ServeConfig, running
-from server.tables.store import open_store
+from tests.ladder.conftest import enter
 from tests.ladder.test_commands import _fill
 
 
@@ -142,13 +141,7 @@ async def test_serve_with_a_ladder_serves_the_page_at_slash_ladder(tmp_path: Pat
     """``ramino serve --web ... --ladder main``: GET /ladder is the ladder's page as it is
     now, with its pool's section and the entrants that have played."""
     url = f"sqlite:///{tmp_path / 'serve.db'}"
-    store = await open_store(url)
-    try:
-        ladder = await Ladder.open(store, "main")
-        for name in ("random@1", "greedy@1"):
-            await ladder.add_entrant(name)
-    finally:
-        await store.close()
+    await enter(url, ["random@1", "greedy@1"])
     config = ServeConfig(
         broker="embedded",
         port=0,

@@ -10,9 +10,8 @@ import pytest
 
 from protocol.client import Client, RequestFailed
 from protocol.messages import AnyCommand, LadderEntry, LadderJoin, LadderLeave, LadderStatus
-from server.ladder.service import Ladder
 from server.net.serve import ServeConfig, running
-from server.tables.store import open_store
+from tests.ladder.conftest import enter
 
 
 async def _entry(client: Client, command: AnyCommand) -> LadderEntry:
@@ -29,12 +28,7 @@ async def _code(client: Client, command: AnyCommand) -> str:
 
 async def test_join_status_leave_and_their_refusals(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'lobby.db'}"
-    store = await open_store(url)
-    try:  # one built-in entrant: no match can be made, so nothing moves under the test
-        ladder = await Ladder.open(store, "main")
-        await ladder.add_entrant("random@1")
-    finally:
-        await store.close()
+    await enter(url, ["random@1"])  # one entrant: no match can be made, nothing moves
     config = ServeConfig(
         broker="embedded",
         port=0,

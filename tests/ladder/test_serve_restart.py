@@ -16,12 +16,11 @@ import msgspec
 
 from protocol.messages import LadderJoin
 from protocol.transport import Message
-from server.ladder.service import Ladder
 from server.ladder.serving import RESTARTED
 from server.net.serve import ServeConfig, running
 from server.tables.replay import read_rows
-from server.tables.store import open_store
 from server.tables.table import empty_table, fold
+from tests.ladder.conftest import enter
 from tests.net.conftest import MosquittoBroker, client_for, ensure_users, serve_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,13 +74,7 @@ async def test_a_killed_ladder_server_leaves_no_table_open_and_no_bot_paired_una
 ) -> None:
     await ensure_users(mosquitto, ["silentbot"])
     url = f"sqlite:///{tmp_path / 'events.db'}"
-    store = await open_store(url)
-    try:
-        ladder = await Ladder.open(store, "main")
-        for name in ("random@1", "greedy@1"):
-            await ladder.add_entrant(name)
-    finally:
-        await store.close()
+    await enter(url, ["random@1", "greedy@1"])
     seated = _Seated()
     bot = client_for(mosquitto, "silentbot", tap=seated)
     await bot.connect()
