@@ -17,11 +17,19 @@ from protocol.client import Client, GameUpdate
 from protocol.game import Dealt, StockRebuilt
 from protocol.transport import Message
 from server.engine import make_rules
-from server.tables.replay import read_rows
-from server.tables.store import EventStore
+from server.tables.replay import LogRow, read_rows
+from server.tables.store import EventStore, open_store
 from server.tables.table import TableState, empty_table, fold
 
-__all__ = ["Inbox", "Truth", "card_leaks", "play_seat", "start_table", "states_by_seq"]
+__all__ = [
+    "Inbox",
+    "Truth",
+    "card_leaks",
+    "logged_table",
+    "play_seat",
+    "start_table",
+    "states_by_seq",
+]
 
 GAME_SECONDS = 120.0
 """Longest a whole test game may take."""
@@ -80,6 +88,19 @@ class Truth:
 
     state: TableState
     seen: frozenset[int]
+
+
+async def logged_table(store_url: str, table: str) -> tuple[list[LogRow], TableState]:
+    """The log of ``table`` in the store at ``store_url``, and the table folded from it."""
+    store = await open_store(store_url)
+    try:
+        rows = await read_rows(store, table)
+    finally:
+        await store.close()
+    state = empty_table(table)
+    for row in rows:
+        state = fold(state, row.record, row.seq)
+    return rows, state
 
 
 async def states_by_seq(store: EventStore, table: str) -> dict[int, Truth]:

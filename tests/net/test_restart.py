@@ -13,11 +13,8 @@ from pathlib import Path
 import msgspec
 
 from protocol.transport import Message
-from server.tables.replay import read_rows
-from server.tables.store import open_store
-from server.tables.table import empty_table, fold
 from tests.net.conftest import MosquittoBroker, client_for, ensure_users, serve_process
-from tests.net.players import play_seat, start_table
+from tests.net.players import logged_table, play_seat, start_table
 
 ROOT = Path(__file__).resolve().parents[2]
 START_SECONDS = 30.0
@@ -107,14 +104,7 @@ async def test_a_killed_server_restarts_and_every_game_finishes(
         await first.__aexit__(None, None, None)
         for client in clients:
             await client.close()
-    events = await open_store(store)
-    try:
-        rows = await read_rows(events, table)
-    finally:
-        await events.close()
-    state = empty_table(table)
-    for row in rows:
-        state = fold(state, row.record, row.seq)
+    rows, state = await logged_table(store, table)
     assert "finished" == state.status
     assert {final.seq for final in finals} == {state.seq}
     logged = {row.command_id for row in rows}

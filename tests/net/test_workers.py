@@ -26,11 +26,10 @@ from server.net.workers import WorkerError
 from server.tables.actor import TableActor, load_table, load_tables
 from server.tables.errors import LeaseLost, SeqConflict
 from server.tables.postgres_store import Fence, PostgresStore
-from server.tables.replay import read_rows
-from server.tables.store import NewEvent, Snapshot, open_store
-from server.tables.table import CreateTable, Sit, StartGame, empty_table, fold
+from server.tables.store import NewEvent, Snapshot
+from server.tables.table import CreateTable, Sit, StartGame, empty_table
 from tests.net.conftest import MosquittoBroker, client_for, ensure_users, serve_process
-from tests.net.players import play_seat, start_table
+from tests.net.players import logged_table, play_seat, start_table
 from tests.net.test_restart import Acks
 from tests.tables.conftest import postgres_url as postgres_url  # the fixture
 from tests.tables.test_records import NullOutbox
@@ -140,14 +139,7 @@ async def check_log(store: str, table: str, acks: dict[str, Acks]) -> int:
     """The table's log ends the game, holds every command acknowledged to its players
     (``acks``), and each command's events form one run (a command applied twice would show
     two runs); its last seq."""
-    events = await open_store(store)
-    try:
-        rows = await read_rows(events, table)
-    finally:
-        await events.close()
-    state = empty_table(table)
-    for row in rows:
-        state = fold(state, row.record, row.seq)
+    rows, state = await logged_table(store, table)
     assert "finished" == state.status
     runs: dict[str, list[int]] = {}
     for row in rows:
