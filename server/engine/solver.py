@@ -1422,11 +1422,9 @@ class _Split:
                     ]
                 )
                 least = final[0][0] + final[1][0] + final[2][0] + final[3][0]
-                if sets == 2:
-                    pass
-                elif sets == 1:  # the other joker: in that set, another, a suit or the hand
+                if sets == 1:  # the other joker: in that set, another, a suit or the hand
                     least += min(0, final[0][1], final[1][1], final[2][1], final[3][1], *free_one)
-                else:
+                elif sets == 0:  # (with two sets, both jokers are placed: nothing to add)
                     singles = [
                         final[0][1],
                         final[1][1],
