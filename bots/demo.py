@@ -144,9 +144,10 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
         _epilogue(out, options, stats, broker)
         if house is not None:
             if not interrupted:
-                print(f"\nThe web page stays up at {server.web_url} ; Ctrl-C stops.", file=out)
+                # Ctrl-C is caught before it is offered (a prompt reader may press it at once).
                 with contextlib.suppress(NotImplementedError):
                     loop.add_signal_handler(signal.SIGINT, stop.set)
+                print(f"\nThe web page stays up at {server.web_url} ; Ctrl-C stops.", file=out)
                 await stop.wait()
             await house.stop()
     return 130 if interrupted else 0

@@ -254,6 +254,11 @@ class Transport:
             socket.flush()
         with contextlib.suppress(Exception):
             await self._client.disconnect()
+        # A disconnect that failed (the link was already down) leaves the socket to us.
+        connection = getattr(self._client, "_connection", None)
+        transport = getattr(connection, "_transport", None)
+        if transport is not None and not transport.is_closing():
+            transport.close()
 
     def drop(self) -> None:
         """Cut the connection without a DISCONNECT, as a network failure would: the broker

