@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -29,9 +31,8 @@ async def _postgres_available() -> str | None:
     return None
 
 
-@pytest.fixture
-async def postgres_url() -> AsyncIterator[str]:
-    """A new, empty PostgreSQL database for one test, dropped afterwards."""
+async def _create_database() -> str:
+    """A new, empty PostgreSQL database's URL; skipped (failed under CI=true) without PostgreSQL."""
     reason = await _postgres_available()
     if reason is not None:
         if IN_CI:
@@ -46,14 +47,40 @@ async def postgres_url() -> AsyncIterator[str]:
     finally:
         await admin.close()
     base, _, _ = POSTGRES_ADMIN_URL.rpartition("/")
+    return f"{base}/{name}"
+
+
+async def _drop_database(url: str) -> None:
+    import asyncpg
+
+    name = url.rpartition("/")[2]
+    admin = await asyncpg.connect(POSTGRES_ADMIN_URL)
     try:
-        yield f"{base}/{name}"
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
-        admin = await asyncpg.connect(POSTGRES_ADMIN_URL)
+        await admin.close()
+
+
+@pytest.fixture
+async def postgres_url() -> AsyncIterator[str]:
+    """A new, empty PostgreSQL database for one test, dropped afterwards."""
+    url = await _create_database()
+    try:
+        yield url
+    finally:
+        await _drop_database(url)
+
+
+@pytest.fixture
+def postgres_url_sync() -> Iterator[str]:
+    """``postgres_url`` for a test that is not a coroutine (a browser test driving Playwright's
+    synchronous API). Its set-up runs in a thread of its own, away from any running loop."""
+    with ThreadPoolExecutor(1) as thread:
+        url = thread.submit(asyncio.run, _create_database()).result()
         try:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            yield url
         finally:
-            await admin.close()
+            thread.submit(asyncio.run, _drop_database(url)).result()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ const state = {
   client: null, name: "", pending: new Map(), listings: new Map(), variants: [],
   table: "", seq: 0, seat: -1, view: null, legal: [], status: "", deadline: 0,
   listing: null, byRank: false, results: [], invite: "", joinCode: "", order: [], selected: new Set(),
-  ready: new Set(), arranged: [],
+  ready: new Set(), arranged: [], shard: 0, serverLink: "",
 };
 
 function hex(bytes) {
@@ -27,7 +27,26 @@ function request(topic, cmd, seq = null) {
     state.client.publish(topic, encode({ id, cmd, seq }), { qos: 1 });
   });
 }
-const lobby = (cmd) => request(`${PREFIX}/lobby/0/${state.name}`, cmd);
+// CRC-32 (IEEE), the lobby shard of a name: crc32(UTF-8 name) mod shards (protocol §3).
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function crc32(text) {
+  let c = 0xffffffff;
+  for (const byte of new TextEncoder().encode(text)) c = CRC_TABLE[(c ^ byte) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+function useShards(shards) { state.shard = crc32(state.name) % Math.max(1, shards || 1); }
+// A lobby command goes to the sender's shard; `lobby/wrong_shard` names the shard count: resend there.
+async function lobby(cmd) {
+  for (let attempt = 0; ; attempt++) {
+    const reply = await request(`${PREFIX}/lobby/${state.shard}/${state.name}`, cmd);
+    if (reply.code !== "lobby/wrong_shard" || attempt > 0) return reply;
+    useShards(reply.result.shards);
+  }
+}
 const tableCmd = (table, cmd, seq = null) => request(`${PREFIX}/table/${table}/cmd/${state.name}`, cmd, seq);
 
 async function checked(promise) {
@@ -60,7 +79,8 @@ async function onConnect(password) {
   c.subscribe([`${PREFIX}/inbox/${state.name}`, `${PREFIX}/tables/+`, `${PREFIX}/server/status`], { qos: 0 });
   c.publish(`${PREFIX}/presence/${state.name}`, encode({ type: "presence", online: true }), { qos: 1 });
   // Requests waiting for a reply are resent with the same id by mqtt.js's queue; the tables are resynced.
-  await checked(lobby({ type: "hello", versions: [1], client: "ramino-web/0.1" }));
+  const welcome = await checked(lobby({ type: "hello", versions: [1], client: "ramino-web/0.1" }));
+  if (welcome.ok) useShards(welcome.result.shards);
   const variants = await checked(lobby({ type: "list_variants" }));
   if (variants.ok) fillVariants(variants.result.variants);
   $("login").hidden = true;
@@ -75,6 +95,7 @@ function onMessage(topic, payload) {
   }
   let message;
   try { message = decode(payload); } catch { return; }
+  if (topic === `${PREFIX}/server/status`) { onStatus(message); return; }
   if (topic.startsWith(`${PREFIX}/tables/`)) {
     state.listings.set(message.table, message); renderLobby();
     if (message.table === state.table) { state.listing = message; renderGame(); }
@@ -91,6 +112,16 @@ function onMessage(topic, payload) {
     state.legal = []; state.deadline = message.deadline; state.status = message.table.status;
     renderGame();
   }
+}
+
+// A server that restarted (`started_at`) or got its broker link back (`reconnected_at`) may
+// have lost updates meant for us: resync the open table (protocol §12).
+function onStatus(status) {
+  if (!status.online) return;
+  useShards(status.shards);
+  const link = `${status.started_at}/${status.reconnected_at}`;
+  if (state.serverLink && link !== state.serverLink && state.table) resync();
+  state.serverLink = link;
 }
 
 function onUpdate(update) {
