@@ -466,7 +466,7 @@ class Gateway:
         shard = -1
         worker = self.worker
         if worker is not None:
-            if kind == "table" and not worker.serves_table(table):
+            if kind == "table" and not (worker.serves_table(table) or worker.watches(table)):
                 return  # on its way here before the unsubscription: its owner answers it
             if kind == "lobby":
                 shard = int(topic.split("/", 4)[3])
@@ -496,6 +496,9 @@ class Gateway:
         try:
             if shard >= 0 and not isinstance(request.cmd, Hello):
                 self._check_shard(client, shard)
+            worker = self.worker
+            if table and worker is not None and not await worker.wake(table):
+                return  # a parked table another worker took: it answers the retry
             reply = await self._dispatch(client, table, request)
         except LeaseLost as error:
             # Another worker took the table: it answers the client's retry of this request.

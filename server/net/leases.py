@@ -17,6 +17,14 @@ adopted with ``UPDATE ... FOR UPDATE SKIP LOCKED``, so that two workers adopting
 disjoint tables. A stopping worker sets ``expires_at = now()`` on its leases and sends a
 ``NOTIFY``, which wakes the others at once; a killed one simply stops renewing.
 
+Finished tables that left memory are **parked**: their ``table`` row becomes a ``parked`` row
+(same key and epoch, ``expires_at`` infinity, never renewed) owned by the worker that unloaded
+them, which stays subscribed to their command topics. A command to a parked table wakes it:
+one statement turns the ``parked`` row back into a ``table`` lease of the same owner at the
+next epoch. Parked rows of a worker whose membership lease expired (it died or stopped) are
+taken over by the live workers, a chunk at a time, so that some worker always reads the
+command topic of every table, as one server does.
+
 Appends are fenced by the same rows (``server.tables.postgres_store``, "Fencing"): the store
 refuses an append to a table whose lease row does not carry this worker's name and epoch.
 
@@ -95,6 +103,48 @@ SELECT
         AND NOT EXISTS (SELECT 1 FROM leases AS l WHERE l.kind = 'table' AND l.key = t.table_id))
 """
 
+# A finished table leaving memory: its table lease becomes a parked row (see the docstring).
+_PARK = """
+WITH gone AS (
+    DELETE FROM leases AS l USING unnest($1::text[], $2::bigint[]) AS h (key, epoch)
+    WHERE l.kind = 'table' AND l.key = h.key AND l.epoch = h.epoch AND l.owner = $3
+    RETURNING l.key, l.epoch
+)
+INSERT INTO leases (kind, key, owner, epoch, expires_at)
+SELECT 'parked', key, $3, epoch, 'infinity' FROM gone
+ON CONFLICT (kind, key) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch
+RETURNING key
+"""
+
+# A command to a parked table of ours: the parked row becomes a table lease again.
+_WAKE = """
+WITH woken AS (
+    DELETE FROM leases WHERE kind = 'parked' AND key = $1 AND owner = $2 RETURNING key, epoch
+)
+INSERT INTO leases (kind, key, owner, epoch, expires_at)
+SELECT 'table', key, $2, epoch + 1, now() + make_interval(secs => $3) FROM woken
+ON CONFLICT (kind, key) DO UPDATE
+    SET owner = excluded.owner, epoch = leases.epoch + 1, expires_at = excluded.expires_at
+    WHERE leases.expires_at <= now()
+RETURNING epoch
+"""
+
+_PARKED = "SELECT key FROM leases WHERE kind = 'parked' AND owner = $1"
+
+# Parked tables of workers whose membership expired, up to $2 of them.
+_ADOPT_PARKED = """
+UPDATE leases AS l SET owner = $1
+FROM (
+    SELECT kind, key FROM leases
+    WHERE kind = 'parked' AND owner IN (
+        SELECT key FROM leases WHERE kind = 'worker' AND expires_at <= now()
+    )
+    LIMIT $2 FOR UPDATE SKIP LOCKED
+) AS free
+WHERE l.kind = free.kind AND l.key = free.key
+RETURNING l.key
+"""
+
 _LIVE = """
 SELECT key FROM leases WHERE kind = 'worker' AND expires_at > now() ORDER BY key
 """
@@ -168,6 +218,29 @@ class Leases:
         is to adopt it)."""
         if held:
             await self.connection.execute(_DROP, kind, list(held), list(held.values()), self.owner)
+
+    async def park(self, held: dict[str, int]) -> set[str]:
+        """Park the finished tables ``held`` (key -> epoch of their table lease); the keys
+        parked (the others' leases were no longer ours)."""
+        if not held:
+            return set()
+        rows = await self.connection.fetch(_PARK, list(held), list(held.values()), self.owner)
+        return {str(row[0]) for row in rows}
+
+    async def wake(self, key: str) -> int | None:
+        """Turn our parked row of table ``key`` into a table lease; its epoch, or ``None``
+        when the table is not parked by us any more (another worker serves it)."""
+        epoch = await self.connection.fetchval(_WAKE, key, self.owner, self.ttl)
+        return None if epoch is None else int(epoch)
+
+    async def parked(self) -> set[str]:
+        """The tables parked by this worker."""
+        return {str(row[0]) for row in await self.connection.fetch(_PARKED, self.owner)}
+
+    async def adopt_parked(self, limit: int) -> set[str]:
+        """Take up to ``limit`` tables parked by workers that are gone."""
+        rows = await self.connection.fetch(_ADOPT_PARKED, self.owner, limit)
+        return {str(row[0]) for row in rows}
 
     async def live_workers(self) -> list[str]:
         """The names of the workers whose membership lease is current."""

@@ -27,6 +27,16 @@ event is written. An append by a worker that lost the table's lease is refused b
 reading, finishes the commands under way, and releases its leases (``expires_at = now()``, then
 ``NOTIFY``): the others take over at once. The worker holding shard 0 publishes the retained
 server status (the open tables of the whole store); the others publish none.
+
+Finished tables out of memory. One server reads every table topic and loads a finished table
+back on its next command. A worker instead **parks** a finished table that leaves memory
+(``--finished-ttl``): its lease becomes a ``parked`` row of this worker (``Leases.park``) and
+its command topic stays subscribed, with no actor. A command there wakes it (``wake``: the
+parked row becomes a table lease again, then the command loads the table as usual), so a late
+``rematch``, ``join`` or ``resync`` is answered as by one server. The balancer takes the
+parked tables of workers whose membership expired (``Leases.adopt_parked``) and subscribes to
+them; a worker started under a name takes that name's parked tables back. A parked table is a
+subscription and a row, no task and no memory beyond its id.
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ import asyncpg
 
 from protocol import topics
 from server.net.gateway import Gateway
-from server.net.leases import CHANNEL, Leases, chunks, fair_share, pairs
+from server.net.leases import CHANNEL, Leases, chunks, fair_share
 from server.tables.errors import StoreError
 from server.tables.postgres_store import Fence, PostgresStore
 from server.tables.service import TableService
@@ -56,6 +66,8 @@ over within about ``4/3`` of it."""
 
 SUBSCRIBE_CHUNK = 500
 """Topics in one SUBSCRIBE or UNSUBSCRIBE packet at most."""
+PARKED_CHUNK = 5000
+"""Parked tables of stopped workers taken in one balancer pass at most."""
 LOAD_CHUNK = 100
 """Tables loaded together when taking tables over (two queries, then their folds, which keep
 the event loop busy: a small chunk lets commands and renewals in between)."""
@@ -118,6 +130,11 @@ class Worker:
         """Adopted tables being loaded in the background."""
         self.adopted = 0
         """Tables adopted so far (taken over from a worker that died or stopped)."""
+        self.parked: set[str] = set()
+        """Finished tables out of memory whose parked lease this worker holds: it reads
+        their command topics, and a command there wakes them (``wake``)."""
+        self._parking: dict[str, asyncio.Task[None]] = {}
+        self._waking: dict[str, asyncio.Future[bool]] = {}
 
     # Life -----------------------------------------------------------------------------------
 
@@ -150,6 +167,9 @@ class Worker:
         self._tasks = [
             asyncio.create_task(self._renew_loop(), name=f"worker-{self.name}-renew"),
         ]
+        # Parked tables left by an earlier run under this name (the others take them only
+        # once its membership expired, and it is current again).
+        await self._watch_parked(await leases.parked())
         await self._balance()
         await leases.notify()  # the others make room: they hand shards over
         self._tasks.append(
@@ -240,6 +260,10 @@ class Worker:
         if not await leases.renew("worker", {self.name: self.epoch}):
             epoch = await leases.take("worker", self.name)
             self.epoch = epoch or self.epoch
+            # Its membership had expired: the others may have taken its parked tables.
+            mine = await leases.parked()
+            self._unpark([table_id for table_id in self.parked if table_id not in mine])
+            await self._watch_parked(mine)
         held_shards = {str(shard): epoch for shard, epoch in self.shards.items()}
         kept = await leases.renew("shard", held_shards)
         for shard in [shard for shard in self.shards if str(shard) not in kept]:
@@ -298,6 +322,13 @@ class Worker:
                 taken = await leases.adopt_tables(fair_share(orphans, live))
                 if taken:
                     await self._adopt(taken)
+            parked = await leases.adopt_parked(PARKED_CHUNK)
+            if parked:
+                await self._watch_parked(parked)
+                self.announce(
+                    f"ramino: worker {self.name} watches {len(parked)} finished table(s) of "
+                    "stopped workers"
+                )
             if 0 in self.shards:
                 count = await leases.open_tables()
                 if count != self._published:
@@ -359,19 +390,74 @@ class Worker:
             self.gateway.forget(table_id)
 
     def _unloaded(self, table_id: str) -> None:
-        """A finished table left memory: forget it, and delete its lease (nobody adopts it)."""
+        """A finished table left memory: forget it, and park its lease (the command topic
+        stays subscribed: a command there wakes it, see ``wake``)."""
         self.gateway.unloaded(table_id)
         epoch = self.tables.pop(table_id, None)
         if epoch is None:
             return
-        self.gateway.transport.unsubscribe(table_filter(table_id))
-        task = asyncio.create_task(self._forget_lease(table_id, epoch))
+        self.parked.add(table_id)
+        task = asyncio.create_task(self._park(table_id, epoch), name=f"park-{table_id}")
+        self._parking[table_id] = task
         self._unloads.add(task)
         task.add_done_callback(self._unloads.discard)
 
-    async def _forget_lease(self, table_id: str, epoch: int) -> None:
+    async def _park(self, table_id: str, epoch: int) -> None:
         assert self.leases is not None
         try:
-            await self.leases.drop("table", pairs({table_id: epoch}, [table_id]))
-        except Exception:  # it expires; an adopter loads it and unloads it again
-            _log.exception("deleting the lease of a finished table failed")
+            kept = await self.leases.park({table_id: epoch})
+        except Exception:  # it expires; an adopter loads it, unloads it and parks it
+            _log.exception("parking the lease of a finished table failed")
+            kept = set()
+        finally:
+            self._parking.pop(table_id, None)
+        if table_id not in kept:
+            self._unpark([table_id])
+
+    def _unpark(self, table_ids: list[str]) -> None:
+        """No longer watch the parked tables ``table_ids`` (another worker has them)."""
+        gone = [table_id for table_id in table_ids if table_id in self.parked]
+        for table_id in gone:
+            self.parked.discard(table_id)
+        for chunk in chunks([t for t in gone if t not in self.tables], SUBSCRIBE_CHUNK):
+            self.gateway.transport.unsubscribe(*map(table_filter, chunk))
+
+    def watches(self, table_id: str) -> bool:
+        """Whether ``table_id`` is a parked table of this worker (a command wakes it)."""
+        return table_id in self.parked
+
+    async def wake(self, table_id: str) -> bool:
+        """Serve ``table_id`` if this worker holds its lease or has it parked (taking the lease
+        again: the command then loads the table); ``False`` when another worker serves it."""
+        if table_id in self.tables:
+            return True
+        if table_id not in self.parked:
+            return False
+        waking = self._waking.get(table_id)
+        if waking is None:
+            waking = asyncio.ensure_future(self._wake_table(table_id))
+            self._waking[table_id] = waking
+            waking.add_done_callback(lambda _: self._waking.pop(table_id, None))
+        return await asyncio.shield(waking)
+
+    async def _wake_table(self, table_id: str) -> bool:
+        parking = self._parking.get(table_id)
+        if parking is not None:  # unloaded a moment ago: parked first, then woken
+            await asyncio.wait({parking})
+        if table_id not in self.parked:
+            return table_id in self.tables
+        assert self.leases is not None
+        epoch = await self.leases.wake(table_id)
+        if epoch is None:
+            self._unpark([table_id])
+            return False
+        self.parked.discard(table_id)
+        self.tables[table_id] = epoch
+        return True
+
+    async def _watch_parked(self, table_ids: set[str]) -> None:
+        """Subscribe to the command topics of the parked tables ``table_ids`` (ours now)."""
+        fresh = sorted(table_ids - self.parked - set(self.tables))
+        self.parked.update(fresh)
+        for chunk in chunks(fresh, SUBSCRIBE_CHUNK):
+            self.gateway.transport.subscribe(*map(table_filter, chunk), qos=0)

@@ -122,6 +122,7 @@ CREATE TABLE IF NOT EXISTS leases (
     expires_at timestamptz NOT NULL,
     PRIMARY KEY (kind, key)
 );
+CREATE INDEX IF NOT EXISTS leases_by_owner ON leases (kind, owner);
 """
 
 # The table leases of a batch's tables, held while the batch commits (see "Fencing").

@@ -96,11 +96,16 @@ class WorkerProcess:
 
 @contextlib.asynccontextmanager
 async def worker(
-    broker: MosquittoBroker, store: str, name: str, shards: int = 2, ttl: float = 2.0
+    broker: MosquittoBroker,
+    store: str,
+    name: str,
+    shards: int = 2,
+    ttl: float = 2.0,
+    extra: tuple[str, ...] = (),
 ) -> AsyncIterator[WorkerProcess]:
     """Worker ``name`` as a subprocess, once it says it is serving; SIGKILLed if still alive."""
     process = await serve_process(
-        broker, store, "--worker", name, "--shards", str(shards), "--lease-ttl", str(ttl)
+        broker, store, "--worker", name, "--shards", str(shards), "--lease-ttl", str(ttl), *extra
     )
     running = WorkerProcess(name, process)
     try:
@@ -112,13 +117,13 @@ async def worker(
 
 @contextlib.asynccontextmanager
 async def two_workers(
-    broker: MosquittoBroker, store: str, ttl: float = 2.0
+    broker: MosquittoBroker, store: str, ttl: float = 2.0, extra: tuple[str, ...] = ()
 ) -> AsyncIterator[tuple[WorkerProcess, WorkerProcess]]:
     """Workers w1 and w2, once each serves one of the two lobby shards (w1 takes both, sees
     w2 join and hands one over)."""
-    async with worker(broker, store, "w1", ttl=ttl) as first:
+    async with worker(broker, store, "w1", ttl=ttl, extra=extra) as first:
         await first.wait_for("serves lobby shard 1")
-        async with worker(broker, store, "w2", ttl=ttl) as second:
+        async with worker(broker, store, "w2", ttl=ttl, extra=extra) as second:
             await second.wait_for("w2 serves lobby shard")
             yield first, second
 
@@ -352,6 +357,76 @@ async def test_sigterm_hands_the_tables_over(
     # Leases of 60 s: the survivor can only have taken the table over before the game's end
     # because the stopped worker released it.
     await _play_through_a_stop(mosquitto, postgres_url, signal.SIGTERM, ttl=60.0)
+
+
+class Unlisted:
+    """A client tap: the retained lobby listings cleared (a finished table leaving the
+    server's memory clears its listing), one event per table."""
+
+    def __init__(self) -> None:
+        self.cleared: dict[str, asyncio.Event] = {}
+
+    def __call__(self, message: Message) -> None:
+        if message.topic.startswith(topics.lobby_listing("")) and not message.payload:
+            table = message.topic[len(topics.lobby_listing("")) :]
+            self.cleared.setdefault(table, asyncio.Event()).set()
+
+    async def wait(self, table: str) -> None:
+        async with asyncio.timeout(START_SECONDS):
+            await self.cleared.setdefault(table, asyncio.Event()).wait()
+
+
+async def test_a_finished_table_out_of_memory_answers_as_one_server_does(
+    mosquitto: MosquittoBroker,
+    postgres_url: str,
+) -> None:
+    """docs/operations.md section 0: a finished table idle for ``--finished-ttl`` leaves
+    memory and "the next command, join or resync there loads it back, so a late rematch or
+    resync still works". Workers answer the same: the worker that had the table, or, once it
+    is killed, another."""
+    await ensure_users(mosquitto, [*SHARD0, *SHARD1])
+    unlisted = Unlisted()
+    extra = ("--finished-ttl", "1")
+    async with two_workers(mosquitto, postgres_url, extra=extra) as (first, second):
+        names = (*SHARD0, *SHARD1)
+        clients = [client_for(mosquitto, name, request_timeout=1.0) for name in names]
+        clients[0] = client_for(mosquitto, "bob", request_timeout=1.0, tap=unlisted)
+        for client in clients:
+            client.attempts = 15
+        try:
+            for client in clients:
+                await client.connect()
+            clients[0].transport.subscribe(topics.lobby_listing("+"), qos=1)
+            on_zero = await start_table(clients[:2], "basic")
+            on_one = await start_table(clients[2:], "basic")
+            owners = await lease_owners(postgres_url)
+            finals = await asyncio.gather(
+                *(play_seat(client, on_zero, seed) for seed, client in enumerate(clients[:2])),
+                *(play_seat(client, on_one, seed) for seed, client in enumerate(clients[2:])),
+            )
+            assert {"finished"} == {final.status for final in finals}
+            await unlisted.wait(on_zero)  # both out of memory
+            await unlisted.wait(on_one)
+            # Loaded back by a resync, by the worker that had it.
+            synced = await clients[2].table(on_one).resync()
+            assert ("finished", finals[2].seq) == (synced.status, synced.seq)
+            assert owners[on_one] == (await lease_owners(postgres_url))[on_one]
+            # The worker that had the other one is killed: the survivor answers there.
+            victim, survivor = (first, second) if owners[on_zero] == "w1" else (second, first)
+            assert survivor.name == owners[on_one]
+            mark = len(survivor.lines)
+            victim.process.kill()
+            await victim.process.wait()
+            await survivor.wait_for("finished table(s) of stopped workers", after=mark)
+            synced = await clients[1].table(on_zero).resync()
+            assert ("finished", finals[0].seq) == (synced.status, synced.seq)
+            assert (await clients[0].table(on_zero).rematch()).ok
+            assert survivor.name == (await lease_owners(postgres_url))[on_zero]
+            # A new game at once (docs/protocol.md: rematch), played by the survivor.
+            assert "playing" == (await clients[0].table(on_zero).resync()).status
+        finally:
+            for client in clients:
+                await client.close()
 
 
 async def test_tables_loaded_together_equal_tables_loaded_one_by_one(
