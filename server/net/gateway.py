@@ -20,18 +20,20 @@ their tables, which starts their grace period (``TableActor.set_absent``).
 Quotas. From the states it publishes the gateway keeps, per account, the waiting tables it
 created and the open (waiting or playing) tables it sits at; ``create_table``, ``sit`` and
 ``rematch`` beyond ``Limits.max_waiting_tables`` or ``Limits.max_open_tables`` are refused with
-``limit/tables``. The count of open tables is the retained ``ServerStatus.tables``,
+``limit/tables``. A worker of several counts them in the store instead, over every worker's
+tables (``Leases.claim_places``). The count of open tables is the retained ``ServerStatus.tables``,
 republished when it changes (at most every ``STATUS_SECONDS``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -616,18 +618,12 @@ class Gateway:
         # The table id follows from the request id, so a retried create finds its table.
         table_id = hashlib.sha256(f"{client}\0{command_id}".encode()).hexdigest()[:12]
         kinds = ("host", "seat") if command.sit else ("host",)
-        over = next(filter(None, (self._over_quota(client, kind) for kind in kinds)), "")
-        if over and await service.store.last_seq(table_id) == 0:  # not a retry: refused
-            raise CodedError(over, "limit/tables")
-        if self.worker is not None and not await self.worker.claim(table_id):
-            return await self._created_elsewhere(client, command_id, table_id)
-        for kind in kinds:
-            self._claims[kind].setdefault(client, set()).add(table_id)
-        try:
+        async with self._places(table_id, [(client, kind) for kind in kinds]) as over:
+            if over and await service.store.last_seq(table_id) == 0:  # not a retry: refused
+                raise CodedError(over, "limit/tables")
+            if self.worker is not None and not await self.worker.claim(table_id):
+                return await self._created_elsewhere(client, command_id, table_id)
             return await self._create_table(client, command_id, command, table_id)
-        finally:
-            for kind in kinds:
-                _discard(self._claims[kind], client, table_id)
 
     async def _create_table(
         self, client: str, command_id: str, command: CreateTable, table_id: str
@@ -697,9 +693,6 @@ class Gateway:
             case Sit(seat=seat, invite_code=code):
                 self._check_invite(actor.table, client, code)
                 if client not in actor.table.seats:
-                    over = self._over_quota(client)
-                    if over:
-                        raise CodedError(over, "limit/tables")
                     return await self._sit(client, actor, request, tables.Sit(seat))
                 table_command = tables.Sit(seat)
             case Stand():
@@ -707,12 +700,10 @@ class Gateway:
             case Start():
                 table_command = tables.StartGame()
             case Rematch():
-                if actor.table.table_id not in self._open:  # it would open again
-                    for player in actor.table.seats:
-                        over = self._over_quota(player) if player else ""
-                        if over:
-                            raise CodedError(f"{player}: {over}", "limit/tables")
-                table_command = tables.Rematch()
+                if actor.table.table_id in self._open:  # nothing opens again
+                    table_command = tables.Rematch()
+                else:
+                    return await self._rematch(client, actor, request)
             case Ready():
                 table_command = tables.Ready()
             case _:
@@ -731,31 +722,83 @@ class Gateway:
     ) -> Reply:
         """``sit``, counted against the sender's open tables while it runs."""
         table_id = actor.table.table_id
-        self._claims["seat"].setdefault(client, set()).add(table_id)
-        try:
+        async with self._places(table_id, [(client, "seat")]) as over:
+            if over:
+                raise CodedError(over, "limit/tables")
             reply = await self._service().submit(
                 table_id, client, command, _scoped(client, request.id), request.seq
             )
-        finally:
-            _discard(self._claims["seat"], client, table_id)
         return self._table_reply(client, actor, request.id, reply)
+
+    async def _rematch(self, client: str, actor: TableActor, request: Request) -> Reply:
+        """``rematch`` of a table that is not open: it opens again for every seated player,
+        each counted against his open tables while it runs."""
+        table_id = actor.table.table_id
+        players = sorted({player for player in actor.table.seats if player})
+        async with self._places(table_id, [(player, "seat") for player in players]) as over:
+            if over:
+                raise CodedError(over, "limit/tables")
+            reply = await self._service().submit(
+                table_id, client, tables.Rematch(), _scoped(client, request.id), request.seq
+            )
+        return self._table_reply(client, actor, request.id, reply)
+
+    @contextlib.asynccontextmanager
+    async def _places(self, table_id: str, wanted: list[tuple[str, str]]) -> AsyncIterator[str]:
+        """Count ``table_id`` in the quota of each ``(account, kind)`` of ``wanted`` while the
+        block runs; yields why one of them is over its quota ("" when none is, and only then
+        are they counted). One server counts the tables it holds (``_over_quota``); workers
+        count in the store, over the tables of every worker (``Leases.claim_places``)."""
+        several = len({account for account, _ in wanted}) > 1  # a rematch: name the player
+        worker = self.worker
+        if worker is not None:
+            limits = {"host": self.limits.max_waiting_tables, "seat": self.limits.max_open_tables}
+            counted = [(account, kind, limits[kind]) for account, kind in wanted if limits[kind]]
+            refused = await worker.claim_places(table_id, counted)
+            if refused is not None:
+                message = self._quota_text(refused[1])
+                yield f"{refused[0]}: {message}" if several else message
+                return
+            try:
+                yield ""
+            finally:
+                await worker.release_places(table_id, [(a, k) for a, k, _ in counted])
+            return
+        for account, kind in wanted:
+            message = self._over_quota(account, kind)
+            if message:
+                yield f"{account}: {message}" if several else message
+                return
+        for account, kind in wanted:
+            self._claims[kind].setdefault(account, set()).add(table_id)
+        try:
+            yield ""
+        finally:
+            for account, kind in wanted:
+                _discard(self._claims[kind], account, table_id)
+
+    def _quota_text(self, kind: str) -> str:
+        """The refusal of one more table of quota ``kind`` ("host" or "seat")."""
+        if kind == "host":
+            limit, what = self.limits.max_waiting_tables, "tables waiting for players"
+        else:
+            limit, what = self.limits.max_open_tables, "open tables (waiting or playing)"
+        return f"an account may have at most {limit} {what}"
 
     def _over_quota(self, client: str, kind: str = "seat") -> str:
         """Why one more waiting table created by ``client`` (``kind`` "host") or one more open
         table where it sits ("seat") is over its quota; "" when it is not."""
         if kind == "host":
             limit, counted = self.limits.max_waiting_tables, self._hosting
-            what = "tables waiting for players"
         else:
             limit, counted = self.limits.max_open_tables, self._sitting
-            what = "open tables (waiting or playing)"
         if limit <= 0:
             return ""
         tables = counted.get(client, set())
         under_way = self._claims[kind].get(client)
         if (len(tables | under_way) if under_way else len(tables)) < limit:
             return ""
-        return f"an account may have at most {limit} {what}"
+        return self._quota_text(kind)
 
     def _track(self, table: TableState) -> None:
         """Count ``table`` for its host's and players' quotas and for the open tables."""

@@ -3,7 +3,7 @@
 Theory of operation. Several ``ramino serve --worker NAME`` processes share one PostgreSQL
 store and one broker. Ownership lives in the store's ``leases`` table, one row per thing owned:
 
-    kind       'worker' (one per live worker: membership), 'shard' or 'table'
+    kind       'worker' (one per live worker: membership), 'shard', 'table' or 'parked'
     key        the worker's name, the shard number, the table id
     owner      the worker's name
     epoch      grows by one at every change of owner: the fencing token
@@ -145,6 +145,46 @@ WHERE l.kind = free.kind AND l.key = free.key
 RETURNING l.key
 """
 
+# Quotas shared by the workers (see ``Leases.claim_places``): the first key of the
+# per-account advisory locks ("Ramq").
+_QUOTA_LOCKS = 0x52616D71
+CLAIM_SECONDS = 30.0
+"""How long a quota claim counts at most (a worker that died in the middle of a command)."""
+
+_LOCK_ACCOUNT = "SELECT pg_advisory_xact_lock($1, hashtext($2))"
+
+_PURGE_CLAIMS = "DELETE FROM quota_claims WHERE account = $1 AND expires_at <= now()"
+
+# The open tables where account $1 sits, and its claims of kind 'seat', but table $2.
+_COUNT_SEATS = """
+SELECT count(*) FROM (
+    SELECT table_id FROM tables
+    WHERE status IN ('waiting', 'playing') AND seats @> ARRAY[$1]::text[] AND table_id <> $2
+    UNION
+    SELECT table_id FROM quota_claims WHERE account = $1 AND kind = 'seat' AND table_id <> $2
+) AS counted
+"""
+
+# The waiting tables account $1 created, and its claims of kind 'host', but table $2.
+_COUNT_HOSTED = """
+SELECT count(*) FROM (
+    SELECT table_id FROM tables WHERE status = 'waiting' AND host = $1 AND table_id <> $2
+    UNION
+    SELECT table_id FROM quota_claims WHERE account = $1 AND kind = 'host' AND table_id <> $2
+) AS counted
+"""
+
+_CLAIM = """
+INSERT INTO quota_claims (account, kind, table_id, expires_at)
+VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+ON CONFLICT (account, kind, table_id) DO UPDATE SET expires_at = excluded.expires_at
+"""
+
+_UNCLAIM = """
+DELETE FROM quota_claims AS q USING unnest($1::text[], $2::text[]) AS c (account, kind)
+WHERE q.account = c.account AND q.kind = c.kind AND q.table_id = $3
+"""
+
 _LIVE = """
 SELECT key FROM leases WHERE kind = 'worker' AND expires_at > now() ORDER BY key
 """
@@ -241,6 +281,37 @@ class Leases:
         """Take up to ``limit`` tables parked by workers that are gone."""
         rows = await self.connection.fetch(_ADOPT_PARKED, self.owner, limit)
         return {str(row[0]) for row in rows}
+
+    async def claim_places(
+        self, table_id: str, wanted: list[tuple[str, str, int]]
+    ) -> tuple[str, str] | None:
+        """Claim, for a command at ``table_id`` under way, a place in the quota of each
+        ``(account, kind, limit)`` of ``wanted`` (kind "seat": the open tables where the
+        account sits; "host": the waiting tables it created): ``None`` when every claim was
+        taken, else the ``(account, kind)`` over its limit (no claim is kept then). The count
+        is the store's tables plus the claims of commands under way on every worker, under a
+        per-account advisory lock, so two workers cannot both let an account take its last
+        place.
+        ``release_places`` drops the claims once the command is done."""
+        taken: list[tuple[str, str]] = []
+        for account, kind, limit in wanted:
+            async with self.connection.acquire() as connection, connection.transaction():
+                await connection.execute(_LOCK_ACCOUNT, _QUOTA_LOCKS, account)
+                await connection.execute(_PURGE_CLAIMS, account)
+                count = _COUNT_SEATS if kind == "seat" else _COUNT_HOSTED
+                if int(await connection.fetchval(count, account, table_id)) >= limit:
+                    await self.release_places(table_id, taken)
+                    return account, kind
+                await connection.execute(_CLAIM, account, kind, table_id, CLAIM_SECONDS)
+            taken.append((account, kind))
+        return None
+
+    async def release_places(self, table_id: str, claimed: list[tuple[str, str]]) -> None:
+        """Drop the claims ``claimed`` (account, kind) at ``table_id``."""
+        if claimed:
+            accounts = [account for account, _ in claimed]
+            kinds = [kind for _, kind in claimed]
+            await self.connection.execute(_UNCLAIM, accounts, kinds, table_id)
 
     async def live_workers(self) -> list[str]:
         """The names of the workers whose membership lease is current."""

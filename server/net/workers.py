@@ -236,6 +236,18 @@ class Worker:
         self.gateway.transport.subscribe(table_filter(table_id), qos=0)
         return True
 
+    async def claim_places(
+        self, table_id: str, wanted: list[tuple[str, str, int]]
+    ) -> tuple[str, str] | None:
+        """See ``Leases.claim_places``: quotas counted over the tables of every worker."""
+        assert self.leases is not None
+        return await self.leases.claim_places(table_id, wanted)
+
+    async def release_places(self, table_id: str, claimed: list[tuple[str, str]]) -> None:
+        """See ``Leases.release_places``."""
+        assert self.leases is not None
+        await self.leases.release_places(table_id, claimed)
+
     def lost(self, table_id: str) -> None:
         """An append to ``table_id`` was refused for its lease: stop serving it now."""
         if table_id in self.tables:

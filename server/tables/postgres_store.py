@@ -123,6 +123,17 @@ CREATE TABLE IF NOT EXISTS leases (
     PRIMARY KEY (kind, key)
 );
 CREATE INDEX IF NOT EXISTS leases_by_owner ON leases (kind, owner);
+ALTER TABLE tables ADD COLUMN IF NOT EXISTS host text NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS tables_open_seats ON tables USING gin (seats)
+    WHERE status IN ('waiting', 'playing');
+CREATE INDEX IF NOT EXISTS tables_waiting_host ON tables (host) WHERE status = 'waiting';
+CREATE TABLE IF NOT EXISTS quota_claims (
+    account text NOT NULL,
+    kind text NOT NULL,
+    table_id text NOT NULL,
+    expires_at timestamptz NOT NULL,
+    PRIMARY KEY (account, kind, table_id)
+);
 """
 
 # The table leases of a batch's tables, held while the batch commits (see "Fencing").
@@ -156,14 +167,15 @@ SELECT * FROM unnest($1::text[], $2::bigint[], $3::float8[], $4::text[], $5::byt
 
 # Seats travel as JSON text because unnest would flatten an array of arrays.
 _UPSERT_TABLES = """
-INSERT INTO tables (table_id, variant, status, seats, last_seq, updated_at)
+INSERT INTO tables (table_id, variant, status, seats, last_seq, updated_at, host)
 SELECT s.table_id, s.variant, s.status, ARRAY(SELECT jsonb_array_elements_text(s.seats::jsonb)),
-       s.last_seq, s.updated_at
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::float8[])
-    AS s (table_id, variant, status, seats, last_seq, updated_at)
+       s.last_seq, s.updated_at, s.host
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::float8[],
+            $7::text[])
+    AS s (table_id, variant, status, seats, last_seq, updated_at, host)
 ON CONFLICT (table_id) DO UPDATE SET
     variant = excluded.variant, status = excluded.status, seats = excluded.seats,
-    last_seq = excluded.last_seq, updated_at = excluded.updated_at
+    last_seq = excluded.last_seq, updated_at = excluded.updated_at, host = excluded.host
 """
 
 _UPDATE_TABLES = """
@@ -597,6 +609,7 @@ async def _write_plan(connection: Any, plan: BatchPlan) -> None:
             [seats_json(summary.seats) for summary, _, _ in summaries.values()],
             [last for _, last, _ in summaries.values()],
             [at for _, _, at in summaries.values()],
+            [summary.host for summary, _, _ in summaries.values()],
         )
     touched = plan.touched
     if touched:

@@ -17,7 +17,7 @@ import asyncpg
 import pytest
 
 from protocol import topics
-from protocol.client import Client
+from protocol.client import Client, RequestFailed
 from protocol.codec import decode_inbox, encode
 from protocol.messages import ListTables, Reply, Request, Welcome
 from protocol.transport import Message
@@ -426,6 +426,47 @@ async def test_a_finished_table_out_of_memory_answers_as_one_server_does(
             assert "playing" == (await clients[0].table(on_zero).resync()).status
         finally:
             for client in clients:
+                await client.close()
+
+
+async def test_table_quotas_hold_across_workers(
+    mosquitto: MosquittoBroker,
+    postgres_url: str,
+) -> None:
+    """docs/operations.md "Quotas and table lifetimes": an account may sit at
+    ``--max-open-tables`` open tables and have created ``--max-waiting-tables`` waiting ones,
+    whichever workers serve them."""
+    await ensure_users(mosquitto, ["bob", "alice"])
+    extra = ("--max-open-tables", "1", "--max-waiting-tables", "1")
+    async with two_workers(mosquitto, postgres_url, extra=extra):
+        bob, alice = (client_for(mosquitto, name) for name in ("bob", "alice"))
+        try:
+            for client in (bob, alice):
+                await client.connect()
+            mine = (await bob.create_table("basic", seats=2)).table  # shard 0's worker
+            theirs = (await alice.create_table("basic", seats=2)).table  # shard 1's worker
+            owners = await lease_owners(postgres_url)
+            assert owners[mine] != owners[theirs]
+            # bob sits at one open table already, on the other worker.
+            with pytest.raises(RequestFailed) as refused:
+                await bob.table(theirs).sit()
+            assert "limit/tables" == refused.value.code
+            assert "at most 1 open tables" in str(refused.value)
+            # One waiting table created by bob already: a second one is refused, with sit or
+            # without.
+            for sit in (True, False):
+                with pytest.raises(RequestFailed) as refused:
+                    await bob.create_table("basic", seats=2, sit=sit)
+                assert "limit/tables" == refused.value.code
+            # A place freed on one worker counts on the other: the same request succeeds.
+            assert (await bob.table(mine).stand()).ok
+            assert (await bob.table(theirs).sit()).ok
+            # Sitting at alice's table, bob is at his limit again.
+            with pytest.raises(RequestFailed) as refused:
+                await bob.table(mine).sit()
+            assert "limit/tables" == refused.value.code
+        finally:
+            for client in (bob, alice):
                 await client.close()
 
 
