@@ -73,7 +73,7 @@ from server.tables.store import (
 
 __all__ = ["Fence", "PostgresStore"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MAX_BATCH = 128
 """Requests in one transaction at most, by default: bounds the commit time (under 10 ms at 1,000
 busy tables; docs/performance.md) at some cost in peak throughput."""
@@ -122,6 +122,11 @@ CREATE TABLE IF NOT EXISTS leases (
     expires_at timestamptz NOT NULL,
     PRIMARY KEY (kind, key)
 );
+"""
+
+# Version 2: parked leases and moves looked up by owner, the host of each table and the quota
+# claims (the quotas workers share).
+_SCHEMA_2 = """
 CREATE INDEX IF NOT EXISTS leases_by_owner ON leases (kind, owner);
 ALTER TABLE tables ADD COLUMN IF NOT EXISTS host text NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS tables_open_seats ON tables USING gin (seats)
@@ -266,12 +271,21 @@ class PostgresStore:
             async with pool.acquire() as connection, connection.transaction():
                 # Concurrent CREATE ... IF NOT EXISTS can still collide: one process at a time.
                 await connection.execute("SELECT pg_advisory_xact_lock($1, 0)", _SCHEMA_LOCK)
-                await connection.execute(_SCHEMA)
-                await connection.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', $1)"
-                    " ON CONFLICT (key) DO NOTHING",
-                    str(SCHEMA_VERSION),
-                )
+                # DDL only when the schema is not current: it locks the tables (ALTER TABLE
+                # even exclusively), and other processes (workers) may be writing.
+                version = None
+                if await connection.fetchval("SELECT to_regclass('meta') IS NOT NULL"):
+                    version = await connection.fetchval(
+                        "SELECT value FROM meta WHERE key = 'schema_version'"
+                    )
+                if version != str(SCHEMA_VERSION):
+                    await connection.execute(_SCHEMA)
+                    await connection.execute(_SCHEMA_2)
+                    await connection.execute(
+                        "INSERT INTO meta (key, value) VALUES ('schema_version', $1)"
+                        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        str(SCHEMA_VERSION),
+                    )
         except BaseException:
             pool.terminate()
             raise
