@@ -277,6 +277,8 @@ class Gateway:
         self._known: dict[str, TableListing] = {}
         """Every table's retained listing as the broker has it (workers: the lobby lists the
         tables of every worker)."""
+        self._at_table: dict[str, set[asyncio.Task[None]]] = {}
+        """Workers: the requests being run at each table."""
         self._status_tables: int | None = None
         """The open tables of the whole store, as the worker holding shard 0 counted them."""
 
@@ -361,12 +363,15 @@ class Gateway:
         self._status_tables = tables
         self._publish_status()
 
-    def adopted(self, actor: TableActor) -> None:
+    def adopted(self, actor: TableActor, handed: bool = False) -> None:
         """This worker took ``actor``'s table over: republish its retained snapshot and
         listing, and send each seated player the table's present (an ``Update`` without
-        events), since the worker that died may not have sent the last one."""
+        events), since the worker that died may not have sent the last one. ``handed``: the
+        other worker handed the table over after publishing all it did (nothing is sent)."""
         table = actor.table
         self._track(table)
+        if handed:
+            return
         deadline = actor.due() or 0.0
         self._publish_public(table, deadline)
         game = table.game
@@ -458,6 +463,11 @@ class Gateway:
                 message = f"over {self.limits.rate:g} commands a second: slow down"
                 self._reply(client, _error(_guess_id(payload), "limit/rate", message))
             return
+        self.admit(topic, payload)
+
+    def admit(self, topic: str, payload: bytes) -> None:
+        """Take one message that passed the rate limit (a worker also calls it for the
+        messages it kept for a table on its way here)."""
         parsed = topics.parse_command_topic(topic)
         if parsed is None:
             return
@@ -469,7 +479,10 @@ class Gateway:
         worker = self.worker
         if worker is not None:
             if kind == "table" and not (worker.serves_table(table) or worker.watches(table)):
-                return  # on its way here before the unsubscription: its owner answers it
+                # On its way here before the unsubscription: its owner answers it. Or on its
+                # way to this worker (another hands the table over): kept until it arrives.
+                worker.keep(table, topic, payload)
+                return
             if kind == "lobby":
                 shard = int(topic.split("/", 4)[3])
                 if not worker.serves_shard(shard):
@@ -491,6 +504,21 @@ class Gateway:
         task = asyncio.create_task(self._run(client, table, request, time.perf_counter(), shard))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if table and worker is not None:
+            running = self._at_table.setdefault(table, set())
+            running.add(task)
+            task.add_done_callback(lambda done: _discard_task(self._at_table, table, done))
+
+    def running_at(self, table_id: str) -> bool:
+        """Whether a request to ``table_id`` is being run (workers)."""
+        return table_id in self._at_table
+
+    async def finish(self, table_id: str) -> None:
+        """Return once the requests to ``table_id`` under way are answered (workers: before
+        handing the table over; at most ``FINISH_SECONDS``)."""
+        running = self._at_table.get(table_id)
+        if running:
+            await asyncio.wait(set(running), timeout=FINISH_SECONDS)
 
     async def _run(
         self, client: str, table: str, request: Request, started: float, shard: int = -1
@@ -1088,9 +1116,22 @@ INBOX_QOS = 0
 "Inboxes are QoS 0"."""
 SNAPSHOT_SECONDS = 1.0
 """A table's retained snapshot is republished at most this often (and after its last change)."""
+FINISH_SECONDS = 5.0
+"""Longest a worker handing a table over waits for the requests under way there."""
 STATUS_SECONDS = 1.0
 """The retained server status is republished at most this often when its count of tables
 changes."""
+
+
+def _discard_task(
+    index: dict[str, set[asyncio.Task[None]]], key: str, task: asyncio.Task[None]
+) -> None:
+    """Take ``task`` out of ``index[key]``, dropping the key once its set is empty."""
+    tasks = index.get(key)
+    if tasks is not None:
+        tasks.discard(task)
+        if not tasks:
+            del index[key]
 
 
 def _discard(index: dict[str, set[str]], key: str, item: str) -> None:

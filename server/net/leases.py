@@ -53,22 +53,27 @@ ON CONFLICT (kind, key) DO UPDATE
 RETURNING epoch
 """
 
-_RENEW = """
-UPDATE leases AS l SET expires_at = now() + make_interval(secs => $4)
-FROM unnest($2::text[], $3::bigint[]) AS h (key, epoch)
-WHERE l.kind = $1 AND l.key = h.key AND l.epoch = h.epoch AND l.owner = $5
+# The rows of (kind $1, keys $2 at epochs $3, owner $4), locked in key order: every statement
+# that changes several lease rows locks them in this order, as the store's appends read them
+# (``FOR SHARE ... ORDER BY key``), so that an append and a renewal cannot deadlock.
+_LOCKED = """
+SELECT l.kind, l.key FROM leases AS l
+JOIN unnest($2::text[], $3::bigint[]) AS h (key, epoch) ON l.key = h.key AND l.epoch = h.epoch
+WHERE l.kind = $1 AND l.owner = $4
+ORDER BY l.key FOR NO KEY UPDATE OF l
+"""
+
+_RENEW = f"""
+UPDATE leases AS l SET expires_at = now() + make_interval(secs => $5)
+FROM ({_LOCKED}) AS locked
+WHERE l.kind = locked.kind AND l.key = locked.key
 RETURNING l.key
 """
 
-_RELEASE = """
+_RELEASE = f"""
 UPDATE leases AS l SET expires_at = now()
-FROM unnest($2::text[], $3::bigint[]) AS h (key, epoch)
-WHERE l.kind = $1 AND l.key = h.key AND l.epoch = h.epoch AND l.owner = $4
-"""
-
-_DROP = """
-DELETE FROM leases AS l USING unnest($2::text[], $3::bigint[]) AS h (key, epoch)
-WHERE l.kind = $1 AND l.key = h.key AND l.epoch = h.epoch AND l.owner = $4
+FROM ({_LOCKED}) AS locked
+WHERE l.kind = locked.kind AND l.key = locked.key
 """
 
 # Tables whose lease expired (their worker died or let them go), up to $3 of them.
@@ -104,14 +109,14 @@ SELECT
 """
 
 # A finished table leaving memory: its table lease becomes a parked row (see the docstring).
-_PARK = """
+_PARK = f"""
 WITH gone AS (
-    DELETE FROM leases AS l USING unnest($1::text[], $2::bigint[]) AS h (key, epoch)
-    WHERE l.kind = 'table' AND l.key = h.key AND l.epoch = h.epoch AND l.owner = $3
+    DELETE FROM leases AS l USING ({_LOCKED}) AS locked
+    WHERE l.kind = locked.kind AND l.key = locked.key
     RETURNING l.key, l.epoch
 )
 INSERT INTO leases (kind, key, owner, epoch, expires_at)
-SELECT 'parked', key, $3, epoch, 'infinity' FROM gone
+SELECT 'parked', key, $4, epoch, 'infinity' FROM gone
 ON CONFLICT (kind, key) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch
 RETURNING key
 """
@@ -144,6 +149,52 @@ FROM (
 WHERE l.kind = free.kind AND l.key = free.key
 RETURNING l.key
 """
+
+# Moving tables between live workers (see ``Worker`` in server.net.workers, "Rebalancing"):
+# a request is a row of kind 'move' (key: the table; owner: the worker asking for it).
+_TABLE_COUNTS = """
+SELECT owner, count(*) FROM leases WHERE kind = 'table' AND expires_at > now() GROUP BY owner
+"""
+
+_MOVABLE = """
+SELECT t.key FROM leases AS t
+WHERE t.kind = 'table' AND t.owner = $1 AND t.expires_at > now()
+    AND NOT EXISTS (SELECT 1 FROM leases AS m WHERE m.kind = 'move' AND m.key = t.key)
+ORDER BY t.key LIMIT $2
+"""
+
+_ASK = """
+INSERT INTO leases (kind, key, owner, epoch, expires_at)
+SELECT 'move', key, $2, 0, now() + make_interval(secs => $3) FROM unnest($1::text[]) AS key
+ON CONFLICT (kind, key) DO NOTHING
+RETURNING key
+"""
+
+# The requests for the tables of $1.
+_ASKED = """
+SELECT m.key, m.owner FROM leases AS m JOIN leases AS t ON t.kind = 'table' AND t.key = m.key
+WHERE m.kind = 'move' AND m.expires_at > now() AND t.owner = $1 AND t.expires_at > now()
+"""
+
+_GIVE = f"""
+WITH given AS (
+    UPDATE leases AS l SET owner = $6, epoch = l.epoch + 1,
+        expires_at = now() + make_interval(secs => $5)
+    FROM ({_LOCKED}) AS locked
+    WHERE l.kind = locked.kind AND l.key = locked.key
+    RETURNING l.key
+), asked AS (
+    DELETE FROM leases WHERE kind = 'move' AND key = ANY($2::text[])
+)
+SELECT key FROM given
+"""
+
+_HELD_AMONG = """
+SELECT key, epoch FROM leases
+WHERE kind = 'table' AND owner = $1 AND expires_at > now() AND key = ANY($2::text[])
+"""
+
+_WITHDRAW = "DELETE FROM leases WHERE kind = 'move' AND key = ANY($1::text[])"
 
 # Quotas shared by the workers (see ``Leases.claim_places``): the first key of the
 # per-account advisory locks ("Ramq").
@@ -236,7 +287,7 @@ class Leases:
         if not held:
             return set()
         rows = await self.connection.fetch(
-            _RENEW, kind, list(held), list(held.values()), self.ttl, self.owner
+            _RENEW, kind, list(held), list(held.values()), self.owner, self.ttl
         )
         return {str(row[0]) for row in rows}
 
@@ -253,18 +304,14 @@ class Leases:
         """Wake the other workers (one joined or let leases go)."""
         await self.connection.execute(f"NOTIFY {CHANNEL}")
 
-    async def drop(self, kind: str, held: dict[str, int]) -> None:
-        """Delete the lease rows ``held`` of ``kind`` (a finished table leaving memory: nobody
-        is to adopt it)."""
-        if held:
-            await self.connection.execute(_DROP, kind, list(held), list(held.values()), self.owner)
-
     async def park(self, held: dict[str, int]) -> set[str]:
         """Park the finished tables ``held`` (key -> epoch of their table lease); the keys
         parked (the others' leases were no longer ours)."""
         if not held:
             return set()
-        rows = await self.connection.fetch(_PARK, list(held), list(held.values()), self.owner)
+        rows = await self.connection.fetch(
+            _PARK, "table", list(held), list(held.values()), self.owner
+        )
         return {str(row[0]) for row in rows}
 
     async def wake(self, key: str) -> int | None:
@@ -281,6 +328,51 @@ class Leases:
         """Take up to ``limit`` tables parked by workers that are gone."""
         rows = await self.connection.fetch(_ADOPT_PARKED, self.owner, limit)
         return {str(row[0]) for row in rows}
+
+    async def table_counts(self) -> dict[str, int]:
+        """Worker -> the tables it holds a current lease for."""
+        rows = await self.connection.fetch(_TABLE_COUNTS)
+        return {str(owner): int(count) for owner, count in rows}
+
+    async def ask(self, donor: str, count: int) -> list[str]:
+        """Pick up to ``count`` tables of ``donor`` nobody asked for yet; their ids."""
+        rows = await self.connection.fetch(_MOVABLE, donor, count)
+        return [str(row[0]) for row in rows]
+
+    async def request_moves(self, table_ids: list[str]) -> set[str]:
+        """Ask for the tables ``table_ids`` (after subscribing to their commands); the ids
+        asked (a table another worker asked for first is left out)."""
+        if not table_ids:
+            return set()
+        rows = await self.connection.fetch(_ASK, table_ids, self.owner, self.ttl)
+        return {str(row[0]) for row in rows}
+
+    async def asked(self) -> dict[str, str]:
+        """The tables of this worker other workers ask for: table id -> the asker."""
+        rows = await self.connection.fetch(_ASKED, self.owner)
+        return {str(key): str(owner) for key, owner in rows}
+
+    async def give(self, held: dict[str, int], to: str) -> set[str]:
+        """Hand the table leases ``held`` (key -> epoch) over to worker ``to`` (a new epoch,
+        a fresh expiry) and drop their requests; the keys handed over."""
+        if not held:
+            return set()
+        rows = await self.connection.fetch(
+            _GIVE, "table", list(held), list(held.values()), self.owner, self.ttl, to
+        )
+        return {str(row[0]) for row in rows}
+
+    async def held_among(self, table_ids: list[str]) -> dict[str, int]:
+        """The tables of ``table_ids`` whose current lease is ours: key -> epoch."""
+        if not table_ids:
+            return {}
+        rows = await self.connection.fetch(_HELD_AMONG, self.owner, table_ids)
+        return {str(key): int(epoch) for key, epoch in rows}
+
+    async def withdraw(self, table_ids: list[str]) -> None:
+        """Drop the requests for ``table_ids``."""
+        if table_ids:
+            await self.connection.execute(_WITHDRAW, table_ids)
 
     async def claim_places(
         self, table_id: str, wanted: list[tuple[str, str, int]]

@@ -28,6 +28,20 @@ reading, finishes the commands under way, and releases its leases (``expires_at 
 ``NOTIFY``): the others take over at once. The worker holding shard 0 publishes the retained
 server status (the open tables of the whole store); the others publish none.
 
+Rebalancing (a worker joins or comes back). A worker below ``tables // live`` while another
+is above ``ceil(tables / live)`` asks it for some of its tables (``_ask``, at most
+``MOVE_CHUNK`` a pass), make before break: it subscribes to their command topics first and
+keeps what arrives for them (``keep``), then writes its request (``Leases.request_moves``) and
+sends a ``NOTIFY``. The holder (``_give``) gives what it holds above its fair share, tables
+with no command under way first: it stops serving them (their commands are the asker's now),
+waits for the requests under way there, stops their actors, and hands the leases over
+(``Leases.give``: the asker's name, the next epoch) and notifies. The asker (``_receive``) runs
+the kept commands in order (those already carried out are answered from the log) and loads
+the tables. No command is dropped in between, so nobody waits for a resend.
+
+Lock order. Every statement changing several lease rows locks them in key order, as the
+store's appends read them ``FOR SHARE``: a renewal and an append cannot deadlock.
+
 Finished tables out of memory. One server reads every table topic and loads a finished table
 back on its next command. A worker instead **parks** a finished table that leaves memory
 (``--finished-ttl``): its lease becomes a ``parked`` row of this worker (``Leases.park``) and
@@ -66,6 +80,10 @@ over within about ``4/3`` of it."""
 
 SUBSCRIBE_CHUNK = 500
 """Topics in one SUBSCRIBE or UNSUBSCRIBE packet at most."""
+MOVE_CHUNK = 10
+"""Tables a worker below its fair share asks for in one balancer pass at most."""
+MOVE_SECONDS = 10.0
+"""Longest a worker keeps the commands of tables it asked for before giving up on them."""
 PARKED_CHUNK = 5000
 """Parked tables of stopped workers taken in one balancer pass at most."""
 LOAD_CHUNK = 100
@@ -133,6 +151,16 @@ class Worker:
         self.parked: set[str] = set()
         """Finished tables out of memory whose parked lease this worker holds: it reads
         their command topics, and a command there wakes them (``wake``)."""
+        self.incoming: dict[str, float] = {}
+        """Tables this worker asked for (subscribed, not yet handed over) -> when it gives up
+        waiting (``time.monotonic``)."""
+        self._kept: dict[str, list[tuple[str, bytes]]] = {}
+        """The commands that arrived for the ``incoming`` tables, in order."""
+        self._moving: set[str] = set()
+        """Tables this worker is handing over: their commands are left to the asker."""
+        self.moved_in = 0
+        self.moved_out = 0
+        """Tables handed over to this worker, and by it, when another joined."""
         self._parking: dict[str, asyncio.Task[None]] = {}
         self._waking: dict[str, asyncio.Future[bool]] = {}
 
@@ -217,8 +245,15 @@ class Worker:
     # What the gateway asks -------------------------------------------------------------------
 
     def serves_table(self, table_id: str) -> bool:
-        """Whether this worker holds ``table_id``'s lease."""
-        return table_id in self.tables
+        """Whether this worker holds ``table_id``'s lease (and is not handing it over)."""
+        return table_id in self.tables and table_id not in self._moving
+
+    def keep(self, table_id: str, topic: str, payload: bytes) -> None:
+        """A command for a table this worker does not serve: kept if the table is on its way
+        here (run once it arrives), else dropped (another worker answers it)."""
+        kept = self._kept.get(table_id)
+        if kept is not None:
+            kept.append((topic, payload))
 
     def serves_shard(self, shard: int) -> bool:
         """Whether this worker holds lobby shard ``shard``."""
@@ -341,6 +376,10 @@ class Worker:
                     f"ramino: worker {self.name} watches {len(parked)} finished table(s) of "
                     "stopped workers"
                 )
+            if not orphans:  # failover first
+                await self._give(leases, live)
+                await self._receive(leases)
+                await self._ask(leases, live)
             if 0 in self.shards:
                 count = await leases.open_tables()
                 if count != self._published:
@@ -348,6 +387,111 @@ class Worker:
                     self.gateway.publish_worker_status(count)
             else:
                 self._published = None
+
+    # Rebalancing: make before break --------------------------------------------------------
+
+    async def _ask(self, leases: Leases, live: int) -> None:
+        """Below the fair share of tables while a worker is above it (one joined): subscribe to
+        some of its tables, keep their commands, and ask for them (``Leases.request_moves``)."""
+        if self.incoming:
+            return  # one request at a time
+        counts = await leases.table_counts()
+        total = sum(counts.values())
+        want = total // live - counts.get(self.name, 0)
+        most = max(counts.items(), key=lambda item: item[1], default=("", 0))
+        if want <= 0 or most[0] == self.name or most[1] <= fair_share(total, live):
+            return
+        picked = await leases.ask(most[0], min(want, MOVE_CHUNK, most[1] - fair_share(total, live)))
+        if not picked:
+            return
+        # Subscribed before asking: the broker has the subscription before the other worker
+        # reads the request (two round trips to the database later) and stops serving them.
+        deadline = time.monotonic() + MOVE_SECONDS
+        for table_id in picked:
+            self.incoming[table_id] = deadline
+            self._kept[table_id] = []
+        self.gateway.transport.subscribe(*map(table_filter, picked), qos=0)
+        asked = await leases.request_moves(picked)
+        self._give_up([table_id for table_id in picked if table_id not in asked])
+        if asked:
+            await leases.notify()
+
+    async def _give(self, leases: Leases, live: int) -> None:
+        """Hand over the tables other workers asked for, down to this worker's fair share,
+        those between two commands first: stop reading them (the asker has their commands),
+        let the commands under way finish, then give the leases to the asker."""
+        asked = {t: asker for t, asker in (await leases.asked()).items() if t in self.tables}
+        if not asked:
+            return
+        counts = await leases.table_counts()
+        spare = len(self.tables) - fair_share(sum(counts.values()), live)
+        actors = self.service.actors
+
+        def busy(table_id: str) -> bool:
+            actor = actors.get(table_id)
+            running = actor is not None and not actor.quiet
+            return running or self.gateway.running_at(table_id)
+
+        given = sorted(asked, key=busy)[: max(0, spare)]
+        refused = [table_id for table_id in asked if table_id not in given]
+        if refused:
+            await leases.withdraw(refused)
+        if not given:
+            return
+        self._moving.update(given)
+        try:
+            for table_id in given:
+                await self.gateway.finish(table_id)  # answered here, as on a SIGTERM
+                await self.service.drop(table_id)
+            by_asker: dict[str, dict[str, int]] = {}
+            for table_id in given:
+                by_asker.setdefault(asked[table_id], {})[table_id] = self.tables[table_id]
+            for asker, held in by_asker.items():
+                await leases.give(held, asker)
+        finally:
+            self._moving.difference_update(given)
+        for table_id in given:
+            self.tables.pop(table_id, None)
+            self.gateway.forget(table_id)
+        for chunk in chunks(given, SUBSCRIBE_CHUNK):
+            self.gateway.transport.unsubscribe(*map(table_filter, chunk))
+        self.moved_out += len(given)
+        self.announce(f"ramino: worker {self.name} handed over {len(given)} table(s)")
+        await leases.notify()
+
+    async def _receive(self, leases: Leases) -> None:
+        """Serve the tables asked for whose leases were handed over: run the commands kept
+        for them, in order, and load them (timers start); give up on those not handed over
+        in time."""
+        if not self.incoming:
+            return
+        held = await leases.held_among(list(self.incoming))
+        now = time.monotonic()
+        late = [t for t, deadline in self.incoming.items() if t not in held and deadline < now]
+        if late:
+            await leases.withdraw(late)
+            self._give_up(late)
+        if not held:
+            return
+        self.tables.update(held)
+        for table_id in held:
+            self.incoming.pop(table_id, None)
+            for topic, payload in self._kept.pop(table_id, []):
+                self.gateway.admit(topic, payload)
+        for actor in await self.service.adopt(list(held)):
+            if actor.table.table_id in self.tables:
+                self.gateway.adopted(actor, handed=True)
+        self.moved_in += len(held)
+        self.announce(f"ramino: worker {self.name} took {len(held)} handed-over table(s)")
+
+    def _give_up(self, table_ids: list[str]) -> None:
+        """Stop waiting for the tables ``table_ids`` asked for."""
+        for table_id in table_ids:
+            self.incoming.pop(table_id, None)
+            self._kept.pop(table_id, None)
+        gone = [t for t in table_ids if t not in self.tables and t not in self.parked]
+        for chunk in chunks(gone, SUBSCRIBE_CHUNK):
+            self.gateway.transport.unsubscribe(*map(table_filter, chunk))
 
     def _let_shard_go(self, shard: int, why: str) -> None:
         self.shards.pop(shard, None)
@@ -442,7 +586,7 @@ class Worker:
         """Serve ``table_id`` if this worker holds its lease or has it parked (taking the lease
         again: the command then loads the table); ``False`` when another worker serves it."""
         if table_id in self.tables:
-            return True
+            return table_id not in self._moving
         if table_id not in self.parked:
             return False
         waking = self._waking.get(table_id)
