@@ -176,15 +176,18 @@ SELECT m.key, m.owner FROM leases AS m JOIN leases AS t ON t.kind = 'table' AND 
 WHERE m.kind = 'move' AND m.expires_at > now() AND t.owner = $1 AND t.expires_at > now()
 """
 
+# Only the tables still asked for by $6 (the asker may have withdrawn meanwhile: then it no
+# longer reads their commands, and they stay here).
 _GIVE = f"""
-WITH given AS (
+WITH asked AS (
+    DELETE FROM leases WHERE kind = 'move' AND key = ANY($2::text[]) AND owner = $6
+    RETURNING key
+), given AS (
     UPDATE leases AS l SET owner = $6, epoch = l.epoch + 1,
         expires_at = now() + make_interval(secs => $5)
     FROM ({_LOCKED}) AS locked
-    WHERE l.kind = locked.kind AND l.key = locked.key
+    WHERE l.kind = locked.kind AND l.key = locked.key AND l.key IN (SELECT key FROM asked)
     RETURNING l.key
-), asked AS (
-    DELETE FROM leases WHERE kind = 'move' AND key = ANY($2::text[])
 )
 SELECT key FROM given
 """
@@ -194,7 +197,11 @@ SELECT key, epoch FROM leases
 WHERE kind = 'table' AND owner = $1 AND expires_at > now() AND key = ANY($2::text[])
 """
 
-_WITHDRAW = "DELETE FROM leases WHERE kind = 'move' AND key = ANY($1::text[])"
+_WITHDRAW = """
+DELETE FROM leases WHERE kind = 'move' AND key = ANY($1::text[]) AND owner = $2 RETURNING key
+"""
+
+_REFUSE = "DELETE FROM leases WHERE kind = 'move' AND key = ANY($1::text[])"
 
 # Quotas shared by the workers (see ``Leases.claim_places``): the first key of the
 # per-account advisory locks ("Ramq").
@@ -369,10 +376,18 @@ class Leases:
         rows = await self.connection.fetch(_HELD_AMONG, self.owner, table_ids)
         return {str(key): int(epoch) for key, epoch in rows}
 
-    async def withdraw(self, table_ids: list[str]) -> None:
-        """Drop the requests for ``table_ids``."""
+    async def withdraw(self, table_ids: list[str]) -> set[str]:
+        """Drop our requests for ``table_ids``; the ids withdrawn (the others were handed
+        over, or refused, meanwhile)."""
+        if not table_ids:
+            return set()
+        rows = await self.connection.fetch(_WITHDRAW, table_ids, self.owner)
+        return {str(row[0]) for row in rows}
+
+    async def refuse(self, table_ids: list[str]) -> None:
+        """Drop the requests for our tables ``table_ids`` (they stay here)."""
         if table_ids:
-            await self.connection.execute(_WITHDRAW, table_ids)
+            await self.connection.execute(_REFUSE, table_ids)
 
     async def claim_places(
         self, table_id: str, wanted: list[tuple[str, str, int]]

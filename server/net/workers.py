@@ -435,10 +435,11 @@ class Worker:
         given = sorted(asked, key=busy)[: max(0, spare)]
         refused = [table_id for table_id in asked if table_id not in given]
         if refused:
-            await leases.withdraw(refused)
+            await leases.refuse(refused)
         if not given:
             return
         self._moving.update(given)
+        handed: set[str] = set()
         try:
             for table_id in given:
                 await self.gateway.finish(table_id)  # answered here, as on a SIGTERM
@@ -447,9 +448,18 @@ class Worker:
             for table_id in given:
                 by_asker.setdefault(asked[table_id], {})[table_id] = self.tables[table_id]
             for asker, held in by_asker.items():
-                await leases.give(held, asker)
+                handed |= await leases.give(held, asker)
+        except Exception:  # the database may be back next pass; these stay here
+            _log.exception("handing %d table(s) over failed", len(given))
         finally:
             self._moving.difference_update(given)
+        kept = [table_id for table_id in given if table_id not in handed]
+        if kept:  # withdrawn meanwhile: served here again, timers included
+            for actor in await self.service.adopt(kept):
+                self.gateway.adopted(actor, handed=True)
+        given = [table_id for table_id in given if table_id in handed]
+        if not given:
+            return
         for table_id in given:
             self.tables.pop(table_id, None)
             self.gateway.forget(table_id)
@@ -469,8 +479,10 @@ class Worker:
         now = time.monotonic()
         late = [t for t, deadline in self.incoming.items() if t not in held and deadline < now]
         if late:
-            await leases.withdraw(late)
-            self._give_up(late)
+            withdrawn = await leases.withdraw(late)
+            # Those not withdrawn were handed over (or refused) in between.
+            held.update(await leases.held_among([t for t in late if t not in withdrawn]))
+            self._give_up([t for t in late if t not in held])
         if not held:
             return
         self.tables.update(held)
