@@ -159,14 +159,18 @@ SELECT owner, count(*) FROM leases WHERE kind = 'table' AND expires_at > now() G
 _MOVABLE = """
 SELECT t.key FROM leases AS t
 WHERE t.kind = 'table' AND t.owner = $1 AND t.expires_at > now()
-    AND NOT EXISTS (SELECT 1 FROM leases AS m WHERE m.kind = 'move' AND m.key = t.key)
+    AND NOT EXISTS (
+        SELECT 1 FROM leases AS m WHERE m.kind = 'move' AND m.key = t.key AND m.expires_at > now()
+    )
 ORDER BY t.key LIMIT $2
 """
 
 _ASK = """
 INSERT INTO leases (kind, key, owner, epoch, expires_at)
 SELECT 'move', key, $2, 0, now() + make_interval(secs => $3) FROM unnest($1::text[]) AS key
-ON CONFLICT (kind, key) DO NOTHING
+ON CONFLICT (kind, key) DO UPDATE
+    SET owner = excluded.owner, expires_at = excluded.expires_at
+    WHERE leases.expires_at <= now()
 RETURNING key
 """
 
@@ -346,12 +350,12 @@ class Leases:
         rows = await self.connection.fetch(_MOVABLE, donor, count)
         return [str(row[0]) for row in rows]
 
-    async def request_moves(self, table_ids: list[str]) -> set[str]:
-        """Ask for the tables ``table_ids`` (after subscribing to their commands); the ids
-        asked (a table another worker asked for first is left out)."""
+    async def request_moves(self, table_ids: list[str], seconds: float) -> set[str]:
+        """Ask for the tables ``table_ids`` (after subscribing to their commands), for
+        ``seconds``; the ids asked (a table another worker asks for is left out)."""
         if not table_ids:
             return set()
-        rows = await self.connection.fetch(_ASK, table_ids, self.owner, self.ttl)
+        rows = await self.connection.fetch(_ASK, table_ids, self.owner, seconds)
         return {str(row[0]) for row in rows}
 
     async def asked(self) -> dict[str, str]:

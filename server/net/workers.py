@@ -230,6 +230,7 @@ class Worker:
         if leases is None:
             return
         try:
+            await leases.withdraw(list(self.incoming))
             await leases.release("table", dict(self.tables), notify=False)
             await leases.release("shard", {str(k): v for k, v in self.shards.items()}, False)
             await leases.release("worker", {self.name: self.epoch})
@@ -411,7 +412,7 @@ class Worker:
             self.incoming[table_id] = deadline
             self._kept[table_id] = []
         self.gateway.transport.subscribe(*map(table_filter, picked), qos=0)
-        asked = await leases.request_moves(picked)
+        asked = await leases.request_moves(picked, MOVE_SECONDS)
         self._give_up([table_id for table_id in picked if table_id not in asked])
         if asked:
             await leases.notify()
