@@ -20,18 +20,20 @@ their tables, which starts their grace period (``TableActor.set_absent``).
 Quotas. From the states it publishes the gateway keeps, per account, the waiting tables it
 created and the open (waiting or playing) tables it sits at; ``create_table``, ``sit`` and
 ``rematch`` beyond ``Limits.max_waiting_tables`` or ``Limits.max_open_tables`` are refused with
-``limit/tables``. The count of open tables is the retained ``ServerStatus.tables``,
+``limit/tables``. A worker of several counts them in the store instead, over every worker's
+tables (``Leases.claim_places``). The count of open tables is the retained ``ServerStatus.tables``,
 republished when it changes (at most every ``STATUS_SECONDS``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -275,6 +277,8 @@ class Gateway:
         self._known: dict[str, TableListing] = {}
         """Every table's retained listing as the broker has it (workers: the lobby lists the
         tables of every worker)."""
+        self._at_table: dict[str, set[asyncio.Task[None]]] = {}
+        """Workers: the requests being run at each table."""
         self._status_tables: int | None = None
         """The open tables of the whole store, as the worker holding shard 0 counted them."""
 
@@ -359,12 +363,15 @@ class Gateway:
         self._status_tables = tables
         self._publish_status()
 
-    def adopted(self, actor: TableActor) -> None:
+    def adopted(self, actor: TableActor, handed: bool = False) -> None:
         """This worker took ``actor``'s table over: republish its retained snapshot and
         listing, and send each seated player the table's present (an ``Update`` without
-        events), since the worker that died may not have sent the last one."""
+        events), since the worker that died may not have sent the last one. ``handed``: the
+        other worker handed the table over after publishing all it did (nothing is sent)."""
         table = actor.table
         self._track(table)
+        if handed:
+            return
         deadline = actor.due() or 0.0
         self._publish_public(table, deadline)
         game = table.game
@@ -456,6 +463,11 @@ class Gateway:
                 message = f"over {self.limits.rate:g} commands a second: slow down"
                 self._reply(client, _error(_guess_id(payload), "limit/rate", message))
             return
+        self.admit(topic, payload)
+
+    def admit(self, topic: str, payload: bytes) -> None:
+        """Take one message that passed the rate limit (a worker also calls it for the
+        messages it kept for a table on its way here)."""
         parsed = topics.parse_command_topic(topic)
         if parsed is None:
             return
@@ -466,8 +478,11 @@ class Gateway:
         shard = -1
         worker = self.worker
         if worker is not None:
-            if kind == "table" and not worker.serves_table(table):
-                return  # on its way here before the unsubscription: its owner answers it
+            if kind == "table" and not (worker.serves_table(table) or worker.watches(table)):
+                # On its way here before the unsubscription: its owner answers it. Or on its
+                # way to this worker (another hands the table over): kept until it arrives.
+                worker.keep(table, topic, payload)
+                return
             if kind == "lobby":
                 shard = int(topic.split("/", 4)[3])
                 if not worker.serves_shard(shard):
@@ -489,6 +504,21 @@ class Gateway:
         task = asyncio.create_task(self._run(client, table, request, time.perf_counter(), shard))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if table and worker is not None:
+            running = self._at_table.setdefault(table, set())
+            running.add(task)
+            task.add_done_callback(lambda done: _discard_task(self._at_table, table, done))
+
+    def running_at(self, table_id: str) -> bool:
+        """Whether a request to ``table_id`` is being run (workers)."""
+        return table_id in self._at_table
+
+    async def finish(self, table_id: str) -> None:
+        """Return once the requests to ``table_id`` under way are answered (workers: before
+        handing the table over; at most ``FINISH_SECONDS``)."""
+        running = self._at_table.get(table_id)
+        if running:
+            await asyncio.wait(set(running), timeout=FINISH_SECONDS)
 
     async def _run(
         self, client: str, table: str, request: Request, started: float, shard: int = -1
@@ -496,6 +526,9 @@ class Gateway:
         try:
             if shard >= 0 and not isinstance(request.cmd, Hello):
                 self._check_shard(client, shard)
+            worker = self.worker
+            if table and worker is not None and not await worker.wake(table):
+                return  # a parked table another worker took: it answers the retry
             reply = await self._dispatch(client, table, request)
         except LeaseLost as error:
             # Another worker took the table: it answers the client's retry of this request.
@@ -613,18 +646,12 @@ class Gateway:
         # The table id follows from the request id, so a retried create finds its table.
         table_id = hashlib.sha256(f"{client}\0{command_id}".encode()).hexdigest()[:12]
         kinds = ("host", "seat") if command.sit else ("host",)
-        over = next(filter(None, (self._over_quota(client, kind) for kind in kinds)), "")
-        if over and await service.store.last_seq(table_id) == 0:  # not a retry: refused
-            raise CodedError(over, "limit/tables")
-        if self.worker is not None and not await self.worker.claim(table_id):
-            return await self._created_elsewhere(client, command_id, table_id)
-        for kind in kinds:
-            self._claims[kind].setdefault(client, set()).add(table_id)
-        try:
+        async with self._places(table_id, [(client, kind) for kind in kinds]) as over:
+            if over and await service.store.last_seq(table_id) == 0:  # not a retry: refused
+                raise CodedError(over, "limit/tables")
+            if self.worker is not None and not await self.worker.claim(table_id):
+                return await self._created_elsewhere(client, command_id, table_id)
             return await self._create_table(client, command_id, command, table_id)
-        finally:
-            for kind in kinds:
-                _discard(self._claims[kind], client, table_id)
 
     async def _create_table(
         self, client: str, command_id: str, command: CreateTable, table_id: str
@@ -694,9 +721,6 @@ class Gateway:
             case Sit(seat=seat, invite_code=code):
                 self._check_invite(actor.table, client, code)
                 if client not in actor.table.seats:
-                    over = self._over_quota(client)
-                    if over:
-                        raise CodedError(over, "limit/tables")
                     return await self._sit(client, actor, request, tables.Sit(seat))
                 table_command = tables.Sit(seat)
             case Stand():
@@ -704,12 +728,10 @@ class Gateway:
             case Start():
                 table_command = tables.StartGame()
             case Rematch():
-                if actor.table.table_id not in self._open:  # it would open again
-                    for player in actor.table.seats:
-                        over = self._over_quota(player) if player else ""
-                        if over:
-                            raise CodedError(f"{player}: {over}", "limit/tables")
-                table_command = tables.Rematch()
+                if actor.table.table_id in self._open:  # nothing opens again
+                    table_command = tables.Rematch()
+                else:
+                    return await self._rematch(client, actor, request)
             case Ready():
                 table_command = tables.Ready()
             case _:
@@ -728,31 +750,83 @@ class Gateway:
     ) -> Reply:
         """``sit``, counted against the sender's open tables while it runs."""
         table_id = actor.table.table_id
-        self._claims["seat"].setdefault(client, set()).add(table_id)
-        try:
+        async with self._places(table_id, [(client, "seat")]) as over:
+            if over:
+                raise CodedError(over, "limit/tables")
             reply = await self._service().submit(
                 table_id, client, command, _scoped(client, request.id), request.seq
             )
-        finally:
-            _discard(self._claims["seat"], client, table_id)
         return self._table_reply(client, actor, request.id, reply)
+
+    async def _rematch(self, client: str, actor: TableActor, request: Request) -> Reply:
+        """``rematch`` of a table that is not open: it opens again for every seated player,
+        each counted against his open tables while it runs."""
+        table_id = actor.table.table_id
+        players = sorted({player for player in actor.table.seats if player})
+        async with self._places(table_id, [(player, "seat") for player in players]) as over:
+            if over:
+                raise CodedError(over, "limit/tables")
+            reply = await self._service().submit(
+                table_id, client, tables.Rematch(), _scoped(client, request.id), request.seq
+            )
+        return self._table_reply(client, actor, request.id, reply)
+
+    @contextlib.asynccontextmanager
+    async def _places(self, table_id: str, wanted: list[tuple[str, str]]) -> AsyncIterator[str]:
+        """Count ``table_id`` in the quota of each ``(account, kind)`` of ``wanted`` while the
+        block runs; yields why one of them is over its quota ("" when none is, and only then
+        are they counted). One server counts the tables it holds (``_over_quota``); workers
+        count in the store, over the tables of every worker (``Leases.claim_places``)."""
+        several = len({account for account, _ in wanted}) > 1  # a rematch: name the player
+        worker = self.worker
+        if worker is not None:
+            limits = {"host": self.limits.max_waiting_tables, "seat": self.limits.max_open_tables}
+            counted = [(account, kind, limits[kind]) for account, kind in wanted if limits[kind]]
+            refused = await worker.claim_places(table_id, counted)
+            if refused is not None:
+                message = self._quota_text(refused[1])
+                yield f"{refused[0]}: {message}" if several else message
+                return
+            try:
+                yield ""
+            finally:
+                await worker.release_places(table_id, [(a, k) for a, k, _ in counted])
+            return
+        for account, kind in wanted:
+            message = self._over_quota(account, kind)
+            if message:
+                yield f"{account}: {message}" if several else message
+                return
+        for account, kind in wanted:
+            self._claims[kind].setdefault(account, set()).add(table_id)
+        try:
+            yield ""
+        finally:
+            for account, kind in wanted:
+                _discard(self._claims[kind], account, table_id)
+
+    def _quota_text(self, kind: str) -> str:
+        """The refusal of one more table of quota ``kind`` ("host" or "seat")."""
+        if kind == "host":
+            limit, what = self.limits.max_waiting_tables, "tables waiting for players"
+        else:
+            limit, what = self.limits.max_open_tables, "open tables (waiting or playing)"
+        return f"an account may have at most {limit} {what}"
 
     def _over_quota(self, client: str, kind: str = "seat") -> str:
         """Why one more waiting table created by ``client`` (``kind`` "host") or one more open
         table where it sits ("seat") is over its quota; "" when it is not."""
         if kind == "host":
             limit, counted = self.limits.max_waiting_tables, self._hosting
-            what = "tables waiting for players"
         else:
             limit, counted = self.limits.max_open_tables, self._sitting
-            what = "open tables (waiting or playing)"
         if limit <= 0:
             return ""
         tables = counted.get(client, set())
         under_way = self._claims[kind].get(client)
         if (len(tables | under_way) if under_way else len(tables)) < limit:
             return ""
-        return f"an account may have at most {limit} {what}"
+        return self._quota_text(kind)
 
     def _track(self, table: TableState) -> None:
         """Count ``table`` for its host's and players' quotas and for the open tables."""
@@ -1042,9 +1116,22 @@ INBOX_QOS = 0
 "Inboxes are QoS 0"."""
 SNAPSHOT_SECONDS = 1.0
 """A table's retained snapshot is republished at most this often (and after its last change)."""
+FINISH_SECONDS = 5.0
+"""Longest a worker handing a table over waits for the requests under way there."""
 STATUS_SECONDS = 1.0
 """The retained server status is republished at most this often when its count of tables
 changes."""
+
+
+def _discard_task(
+    index: dict[str, set[asyncio.Task[None]]], key: str, task: asyncio.Task[None]
+) -> None:
+    """Take ``task`` out of ``index[key]``, dropping the key once its set is empty."""
+    tasks = index.get(key)
+    if tasks is not None:
+        tasks.discard(task)
+        if not tasks:
+            del index[key]
 
 
 def _discard(index: dict[str, set[str]], key: str, item: str) -> None:

@@ -3,7 +3,7 @@
 Theory of operation. Several ``ramino serve --worker NAME`` processes share one PostgreSQL
 store and one broker. Ownership lives in the store's ``leases`` table, one row per thing owned:
 
-    kind       'worker' (one per live worker: membership), 'shard' or 'table'
+    kind       'worker' (one per live worker: membership), 'shard', 'table' or 'parked'
     key        the worker's name, the shard number, the table id
     owner      the worker's name
     epoch      grows by one at every change of owner: the fencing token
@@ -16,6 +16,14 @@ epoch. The holder renews all its leases with one ``UPDATE`` every ``ttl / 3`` se
 adopted with ``UPDATE ... FOR UPDATE SKIP LOCKED``, so that two workers adopting at once take
 disjoint tables. A stopping worker sets ``expires_at = now()`` on its leases and sends a
 ``NOTIFY``, which wakes the others at once; a killed one simply stops renewing.
+
+Finished tables that left memory are **parked**: their ``table`` row becomes a ``parked`` row
+(same key and epoch, ``expires_at`` infinity, never renewed) owned by the worker that unloaded
+them, which stays subscribed to their command topics. A command to a parked table wakes it:
+one statement turns the ``parked`` row back into a ``table`` lease of the same owner at the
+next epoch. Parked rows of a worker whose membership lease expired (it died or stopped) are
+taken over by the live workers, a chunk at a time, so that some worker always reads the
+command topic of every table, as one server does.
 
 Appends are fenced by the same rows (``server.tables.postgres_store``, "Fencing"): the store
 refuses an append to a table whose lease row does not carry this worker's name and epoch.
@@ -45,22 +53,27 @@ ON CONFLICT (kind, key) DO UPDATE
 RETURNING epoch
 """
 
-_RENEW = """
-UPDATE leases AS l SET expires_at = now() + make_interval(secs => $4)
-FROM unnest($2::text[], $3::bigint[]) AS h (key, epoch)
-WHERE l.kind = $1 AND l.key = h.key AND l.epoch = h.epoch AND l.owner = $5
+# The rows of (kind $1, keys $2 at epochs $3, owner $4), locked in key order: every statement
+# that changes several lease rows locks them in this order, as the store's appends read them
+# (``FOR SHARE ... ORDER BY key``), so that an append and a renewal cannot deadlock.
+_LOCKED = """
+SELECT l.kind, l.key FROM leases AS l
+JOIN unnest($2::text[], $3::bigint[]) AS h (key, epoch) ON l.key = h.key AND l.epoch = h.epoch
+WHERE l.kind = $1 AND l.owner = $4
+ORDER BY l.key FOR NO KEY UPDATE OF l
+"""
+
+_RENEW = f"""
+UPDATE leases AS l SET expires_at = now() + make_interval(secs => $5)
+FROM ({_LOCKED}) AS locked
+WHERE l.kind = locked.kind AND l.key = locked.key
 RETURNING l.key
 """
 
-_RELEASE = """
+_RELEASE = f"""
 UPDATE leases AS l SET expires_at = now()
-FROM unnest($2::text[], $3::bigint[]) AS h (key, epoch)
-WHERE l.kind = $1 AND l.key = h.key AND l.epoch = h.epoch AND l.owner = $4
-"""
-
-_DROP = """
-DELETE FROM leases AS l USING unnest($2::text[], $3::bigint[]) AS h (key, epoch)
-WHERE l.kind = $1 AND l.key = h.key AND l.epoch = h.epoch AND l.owner = $4
+FROM ({_LOCKED}) AS locked
+WHERE l.kind = locked.kind AND l.key = locked.key
 """
 
 # Tables whose lease expired (their worker died or let them go), up to $3 of them.
@@ -93,6 +106,145 @@ SELECT
     (SELECT count(*) FROM leases WHERE kind = 'table' AND expires_at <= now())
   + (SELECT count(*) FROM tables AS t WHERE t.status IN ('waiting', 'playing')
         AND NOT EXISTS (SELECT 1 FROM leases AS l WHERE l.kind = 'table' AND l.key = t.table_id))
+"""
+
+# A finished table leaving memory: its table lease becomes a parked row (see the docstring).
+_PARK = f"""
+WITH gone AS (
+    DELETE FROM leases AS l USING ({_LOCKED}) AS locked
+    WHERE l.kind = locked.kind AND l.key = locked.key
+    RETURNING l.key, l.epoch
+)
+INSERT INTO leases (kind, key, owner, epoch, expires_at)
+SELECT 'parked', key, $4, epoch, 'infinity' FROM gone
+ON CONFLICT (kind, key) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch
+RETURNING key
+"""
+
+# A command to a parked table of ours: the parked row becomes a table lease again.
+_WAKE = """
+WITH woken AS (
+    DELETE FROM leases WHERE kind = 'parked' AND key = $1 AND owner = $2 RETURNING key, epoch
+)
+INSERT INTO leases (kind, key, owner, epoch, expires_at)
+SELECT 'table', key, $2, epoch + 1, now() + make_interval(secs => $3) FROM woken
+ON CONFLICT (kind, key) DO UPDATE
+    SET owner = excluded.owner, epoch = leases.epoch + 1, expires_at = excluded.expires_at
+    WHERE leases.expires_at <= now()
+RETURNING epoch
+"""
+
+_PARKED = "SELECT key FROM leases WHERE kind = 'parked' AND owner = $1"
+
+# Parked tables of workers whose membership expired, up to $2 of them.
+_ADOPT_PARKED = """
+UPDATE leases AS l SET owner = $1
+FROM (
+    SELECT kind, key FROM leases
+    WHERE kind = 'parked' AND owner IN (
+        SELECT key FROM leases WHERE kind = 'worker' AND expires_at <= now()
+    )
+    LIMIT $2 FOR UPDATE SKIP LOCKED
+) AS free
+WHERE l.kind = free.kind AND l.key = free.key
+RETURNING l.key
+"""
+
+# Moving tables between live workers (see ``Worker`` in server.net.workers, "Rebalancing"):
+# a request is a row of kind 'move' (key: the table; owner: the worker asking for it).
+_TABLE_COUNTS = """
+SELECT owner, count(*) FROM leases WHERE kind = 'table' AND expires_at > now() GROUP BY owner
+"""
+
+_MOVABLE = """
+SELECT t.key FROM leases AS t
+WHERE t.kind = 'table' AND t.owner = $1 AND t.expires_at > now()
+    AND NOT EXISTS (
+        SELECT 1 FROM leases AS m WHERE m.kind = 'move' AND m.key = t.key AND m.expires_at > now()
+    )
+ORDER BY t.key LIMIT $2
+"""
+
+_ASK = """
+INSERT INTO leases (kind, key, owner, epoch, expires_at)
+SELECT 'move', key, $2, 0, now() + make_interval(secs => $3) FROM unnest($1::text[]) AS key
+ON CONFLICT (kind, key) DO UPDATE
+    SET owner = excluded.owner, expires_at = excluded.expires_at
+    WHERE leases.expires_at <= now()
+RETURNING key
+"""
+
+# The requests for the tables of $1.
+_ASKED = """
+SELECT m.key, m.owner FROM leases AS m JOIN leases AS t ON t.kind = 'table' AND t.key = m.key
+WHERE m.kind = 'move' AND m.expires_at > now() AND t.owner = $1 AND t.expires_at > now()
+"""
+
+# Only the tables still asked for by $6 (the asker may have withdrawn meanwhile: then it no
+# longer reads their commands, and they stay here).
+_GIVE = f"""
+WITH asked AS (
+    DELETE FROM leases WHERE kind = 'move' AND key = ANY($2::text[]) AND owner = $6
+    RETURNING key
+), given AS (
+    UPDATE leases AS l SET owner = $6, epoch = l.epoch + 1,
+        expires_at = now() + make_interval(secs => $5)
+    FROM ({_LOCKED}) AS locked
+    WHERE l.kind = locked.kind AND l.key = locked.key AND l.key IN (SELECT key FROM asked)
+    RETURNING l.key
+)
+SELECT key FROM given
+"""
+
+_HELD_AMONG = """
+SELECT key, epoch FROM leases
+WHERE kind = 'table' AND owner = $1 AND expires_at > now() AND key = ANY($2::text[])
+"""
+
+_WITHDRAW = """
+DELETE FROM leases WHERE kind = 'move' AND key = ANY($1::text[]) AND owner = $2 RETURNING key
+"""
+
+_REFUSE = "DELETE FROM leases WHERE kind = 'move' AND key = ANY($1::text[])"
+
+# Quotas shared by the workers (see ``Leases.claim_places``): the first key of the
+# per-account advisory locks ("Ramq").
+_QUOTA_LOCKS = 0x52616D71
+CLAIM_SECONDS = 30.0
+"""How long a quota claim counts at most (a worker that died in the middle of a command)."""
+
+_LOCK_ACCOUNT = "SELECT pg_advisory_xact_lock($1, hashtext($2))"
+
+_PURGE_CLAIMS = "DELETE FROM quota_claims WHERE account = $1 AND expires_at <= now()"
+
+# The open tables where account $1 sits, and its claims of kind 'seat', but table $2.
+_COUNT_SEATS = """
+SELECT count(*) FROM (
+    SELECT table_id FROM tables
+    WHERE status IN ('waiting', 'playing') AND seats @> ARRAY[$1]::text[] AND table_id <> $2
+    UNION
+    SELECT table_id FROM quota_claims WHERE account = $1 AND kind = 'seat' AND table_id <> $2
+) AS counted
+"""
+
+# The waiting tables account $1 created, and its claims of kind 'host', but table $2.
+_COUNT_HOSTED = """
+SELECT count(*) FROM (
+    SELECT table_id FROM tables WHERE status = 'waiting' AND host = $1 AND table_id <> $2
+    UNION
+    SELECT table_id FROM quota_claims WHERE account = $1 AND kind = 'host' AND table_id <> $2
+) AS counted
+"""
+
+_CLAIM = """
+INSERT INTO quota_claims (account, kind, table_id, expires_at)
+VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+ON CONFLICT (account, kind, table_id) DO UPDATE SET expires_at = excluded.expires_at
+"""
+
+_UNCLAIM = """
+DELETE FROM quota_claims AS q USING unnest($1::text[], $2::text[]) AS c (account, kind)
+WHERE q.account = c.account AND q.kind = c.kind AND q.table_id = $3
 """
 
 _LIVE = """
@@ -146,7 +298,7 @@ class Leases:
         if not held:
             return set()
         rows = await self.connection.fetch(
-            _RENEW, kind, list(held), list(held.values()), self.ttl, self.owner
+            _RENEW, kind, list(held), list(held.values()), self.owner, self.ttl
         )
         return {str(row[0]) for row in rows}
 
@@ -163,11 +315,114 @@ class Leases:
         """Wake the other workers (one joined or let leases go)."""
         await self.connection.execute(f"NOTIFY {CHANNEL}")
 
-    async def drop(self, kind: str, held: dict[str, int]) -> None:
-        """Delete the lease rows ``held`` of ``kind`` (a finished table leaving memory: nobody
-        is to adopt it)."""
-        if held:
-            await self.connection.execute(_DROP, kind, list(held), list(held.values()), self.owner)
+    async def park(self, held: dict[str, int]) -> set[str]:
+        """Park the finished tables ``held`` (key -> epoch of their table lease); the keys
+        parked (the others' leases were no longer ours)."""
+        if not held:
+            return set()
+        rows = await self.connection.fetch(
+            _PARK, "table", list(held), list(held.values()), self.owner
+        )
+        return {str(row[0]) for row in rows}
+
+    async def wake(self, key: str) -> int | None:
+        """Turn our parked row of table ``key`` into a table lease; its epoch, or ``None``
+        when the table is not parked by us any more (another worker serves it)."""
+        epoch = await self.connection.fetchval(_WAKE, key, self.owner, self.ttl)
+        return None if epoch is None else int(epoch)
+
+    async def parked(self) -> set[str]:
+        """The tables parked by this worker."""
+        return {str(row[0]) for row in await self.connection.fetch(_PARKED, self.owner)}
+
+    async def adopt_parked(self, limit: int) -> set[str]:
+        """Take up to ``limit`` tables parked by workers that are gone."""
+        rows = await self.connection.fetch(_ADOPT_PARKED, self.owner, limit)
+        return {str(row[0]) for row in rows}
+
+    async def table_counts(self) -> dict[str, int]:
+        """Worker -> the tables it holds a current lease for."""
+        rows = await self.connection.fetch(_TABLE_COUNTS)
+        return {str(owner): int(count) for owner, count in rows}
+
+    async def ask(self, donor: str, count: int) -> list[str]:
+        """Pick up to ``count`` tables of ``donor`` nobody asked for yet; their ids."""
+        rows = await self.connection.fetch(_MOVABLE, donor, count)
+        return [str(row[0]) for row in rows]
+
+    async def request_moves(self, table_ids: list[str], seconds: float) -> set[str]:
+        """Ask for the tables ``table_ids`` (after subscribing to their commands), for
+        ``seconds``; the ids asked (a table another worker asks for is left out)."""
+        if not table_ids:
+            return set()
+        rows = await self.connection.fetch(_ASK, table_ids, self.owner, seconds)
+        return {str(row[0]) for row in rows}
+
+    async def asked(self) -> dict[str, str]:
+        """The tables of this worker other workers ask for: table id -> the asker."""
+        rows = await self.connection.fetch(_ASKED, self.owner)
+        return {str(key): str(owner) for key, owner in rows}
+
+    async def give(self, held: dict[str, int], to: str) -> set[str]:
+        """Hand the table leases ``held`` (key -> epoch) over to worker ``to`` (a new epoch,
+        a fresh expiry) and drop their requests; the keys handed over."""
+        if not held:
+            return set()
+        rows = await self.connection.fetch(
+            _GIVE, "table", list(held), list(held.values()), self.owner, self.ttl, to
+        )
+        return {str(row[0]) for row in rows}
+
+    async def held_among(self, table_ids: list[str]) -> dict[str, int]:
+        """The tables of ``table_ids`` whose current lease is ours: key -> epoch."""
+        if not table_ids:
+            return {}
+        rows = await self.connection.fetch(_HELD_AMONG, self.owner, table_ids)
+        return {str(key): int(epoch) for key, epoch in rows}
+
+    async def withdraw(self, table_ids: list[str]) -> set[str]:
+        """Drop our requests for ``table_ids``; the ids withdrawn (the others were handed
+        over, or refused, meanwhile)."""
+        if not table_ids:
+            return set()
+        rows = await self.connection.fetch(_WITHDRAW, table_ids, self.owner)
+        return {str(row[0]) for row in rows}
+
+    async def refuse(self, table_ids: list[str]) -> None:
+        """Drop the requests for our tables ``table_ids`` (they stay here)."""
+        if table_ids:
+            await self.connection.execute(_REFUSE, table_ids)
+
+    async def claim_places(
+        self, table_id: str, wanted: list[tuple[str, str, int]]
+    ) -> tuple[str, str] | None:
+        """Claim, for a command at ``table_id`` under way, a place in the quota of each
+        ``(account, kind, limit)`` of ``wanted`` (kind "seat": the open tables where the
+        account sits; "host": the waiting tables it created): ``None`` when every claim was
+        taken, else the ``(account, kind)`` over its limit (no claim is kept then). The count
+        is the store's tables plus the claims of commands under way on every worker, under a
+        per-account advisory lock, so two workers cannot both let an account take its last
+        place.
+        ``release_places`` drops the claims once the command is done."""
+        taken: list[tuple[str, str]] = []
+        for account, kind, limit in wanted:
+            async with self.connection.acquire() as connection, connection.transaction():
+                await connection.execute(_LOCK_ACCOUNT, _QUOTA_LOCKS, account)
+                await connection.execute(_PURGE_CLAIMS, account)
+                count = _COUNT_SEATS if kind == "seat" else _COUNT_HOSTED
+                if int(await connection.fetchval(count, account, table_id)) >= limit:
+                    await self.release_places(table_id, taken)
+                    return account, kind
+                await connection.execute(_CLAIM, account, kind, table_id, CLAIM_SECONDS)
+            taken.append((account, kind))
+        return None
+
+    async def release_places(self, table_id: str, claimed: list[tuple[str, str]]) -> None:
+        """Drop the claims ``claimed`` (account, kind) at ``table_id``."""
+        if claimed:
+            accounts = [account for account, _ in claimed]
+            kinds = [kind for _, kind in claimed]
+            await self.connection.execute(_UNCLAIM, accounts, kinds, table_id)
 
     async def live_workers(self) -> list[str]:
         """The names of the workers whose membership lease is current."""

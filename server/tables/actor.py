@@ -707,5 +707,9 @@ class TableActor:
 
 
 def _summary(table: TableState) -> TableSummary:
-    variant = table.created.variant if table.created is not None else ""
-    return TableSummary(table.table_id, variant, table.status, table.seats)
+    created = table.created
+    if created is None:
+        return TableSummary(table.table_id, "", table.status, table.seats)
+    return TableSummary(
+        table.table_id, created.variant, table.status, table.seats, host=created.host
+    )

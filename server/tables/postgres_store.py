@@ -73,7 +73,7 @@ from server.tables.store import (
 
 __all__ = ["Fence", "PostgresStore"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MAX_BATCH = 128
 """Requests in one transaction at most, by default: bounds the commit time (under 10 ms at 1,000
 busy tables; docs/performance.md) at some cost in peak throughput."""
@@ -124,6 +124,23 @@ CREATE TABLE IF NOT EXISTS leases (
 );
 """
 
+# Version 2: parked leases and moves looked up by owner, the host of each table and the quota
+# claims (the quotas workers share).
+_SCHEMA_2 = """
+CREATE INDEX IF NOT EXISTS leases_by_owner ON leases (kind, owner);
+ALTER TABLE tables ADD COLUMN IF NOT EXISTS host text NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS tables_open_seats ON tables USING gin (seats)
+    WHERE status IN ('waiting', 'playing');
+CREATE INDEX IF NOT EXISTS tables_waiting_host ON tables (host) WHERE status = 'waiting';
+CREATE TABLE IF NOT EXISTS quota_claims (
+    account text NOT NULL,
+    kind text NOT NULL,
+    table_id text NOT NULL,
+    expires_at timestamptz NOT NULL,
+    PRIMARY KEY (account, kind, table_id)
+);
+"""
+
 # The table leases of a batch's tables, held while the batch commits (see "Fencing").
 _FENCES = """
 SELECT key, owner, epoch FROM leases WHERE kind = 'table' AND key = ANY($1::text[])
@@ -155,14 +172,15 @@ SELECT * FROM unnest($1::text[], $2::bigint[], $3::float8[], $4::text[], $5::byt
 
 # Seats travel as JSON text because unnest would flatten an array of arrays.
 _UPSERT_TABLES = """
-INSERT INTO tables (table_id, variant, status, seats, last_seq, updated_at)
+INSERT INTO tables (table_id, variant, status, seats, last_seq, updated_at, host)
 SELECT s.table_id, s.variant, s.status, ARRAY(SELECT jsonb_array_elements_text(s.seats::jsonb)),
-       s.last_seq, s.updated_at
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::float8[])
-    AS s (table_id, variant, status, seats, last_seq, updated_at)
+       s.last_seq, s.updated_at, s.host
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::float8[],
+            $7::text[])
+    AS s (table_id, variant, status, seats, last_seq, updated_at, host)
 ON CONFLICT (table_id) DO UPDATE SET
     variant = excluded.variant, status = excluded.status, seats = excluded.seats,
-    last_seq = excluded.last_seq, updated_at = excluded.updated_at
+    last_seq = excluded.last_seq, updated_at = excluded.updated_at, host = excluded.host
 """
 
 _UPDATE_TABLES = """
@@ -253,12 +271,21 @@ class PostgresStore:
             async with pool.acquire() as connection, connection.transaction():
                 # Concurrent CREATE ... IF NOT EXISTS can still collide: one process at a time.
                 await connection.execute("SELECT pg_advisory_xact_lock($1, 0)", _SCHEMA_LOCK)
-                await connection.execute(_SCHEMA)
-                await connection.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', $1)"
-                    " ON CONFLICT (key) DO NOTHING",
-                    str(SCHEMA_VERSION),
-                )
+                # DDL only when the schema is not current: it locks the tables (ALTER TABLE
+                # even exclusively), and other processes (workers) may be writing.
+                version = None
+                if await connection.fetchval("SELECT to_regclass('meta') IS NOT NULL"):
+                    version = await connection.fetchval(
+                        "SELECT value FROM meta WHERE key = 'schema_version'"
+                    )
+                if version != str(SCHEMA_VERSION):
+                    await connection.execute(_SCHEMA)
+                    await connection.execute(_SCHEMA_2)
+                    await connection.execute(
+                        "INSERT INTO meta (key, value) VALUES ('schema_version', $1)"
+                        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        str(SCHEMA_VERSION),
+                    )
         except BaseException:
             pool.terminate()
             raise
@@ -596,6 +623,7 @@ async def _write_plan(connection: Any, plan: BatchPlan) -> None:
             [seats_json(summary.seats) for summary, _, _ in summaries.values()],
             [last for _, last, _ in summaries.values()],
             [at for _, _, at in summaries.values()],
+            [summary.host for summary, _, _ in summaries.values()],
         )
     touched = plan.touched
     if touched:

@@ -90,6 +90,8 @@ class TableSummary(msgspec.Struct, frozen=True):
     seats: tuple[str, ...]
     last_seq: int = 0
     updated_at: float = 0.0
+    host: str = ""
+    """Who created the table (kept by the PostgreSQL store: workers count quotas on it)."""
 
 
 class EventStore(Protocol):

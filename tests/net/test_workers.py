@@ -17,10 +17,11 @@ import asyncpg
 import pytest
 
 from protocol import topics
-from protocol.client import Client
-from protocol.codec import decode_inbox, encode
+from protocol.client import Client, RequestFailed
+from protocol.codec import decode_inbox, decode_request, encode
 from protocol.messages import ListTables, Reply, Request, Welcome
-from protocol.transport import Message
+from protocol.transport import Message, Transport, parse_broker_url
+from server.net.leases import Leases
 from server.net.serve import ServeConfig, check_worker
 from server.net.workers import WorkerError
 from server.tables.actor import TableActor, load_table, load_tables
@@ -96,11 +97,16 @@ class WorkerProcess:
 
 @contextlib.asynccontextmanager
 async def worker(
-    broker: MosquittoBroker, store: str, name: str, shards: int = 2, ttl: float = 2.0
+    broker: MosquittoBroker,
+    store: str,
+    name: str,
+    shards: int = 2,
+    ttl: float = 2.0,
+    extra: tuple[str, ...] = (),
 ) -> AsyncIterator[WorkerProcess]:
     """Worker ``name`` as a subprocess, once it says it is serving; SIGKILLed if still alive."""
     process = await serve_process(
-        broker, store, "--worker", name, "--shards", str(shards), "--lease-ttl", str(ttl)
+        broker, store, "--worker", name, "--shards", str(shards), "--lease-ttl", str(ttl), *extra
     )
     running = WorkerProcess(name, process)
     try:
@@ -112,13 +118,13 @@ async def worker(
 
 @contextlib.asynccontextmanager
 async def two_workers(
-    broker: MosquittoBroker, store: str, ttl: float = 2.0
+    broker: MosquittoBroker, store: str, ttl: float = 2.0, extra: tuple[str, ...] = ()
 ) -> AsyncIterator[tuple[WorkerProcess, WorkerProcess]]:
     """Workers w1 and w2, once each serves one of the two lobby shards (w1 takes both, sees
     w2 join and hands one over)."""
-    async with worker(broker, store, "w1", ttl=ttl) as first:
+    async with worker(broker, store, "w1", ttl=ttl, extra=extra) as first:
         await first.wait_for("serves lobby shard 1")
-        async with worker(broker, store, "w2", ttl=ttl) as second:
+        async with worker(broker, store, "w2", ttl=ttl, extra=extra) as second:
             await second.wait_for("w2 serves lobby shard")
             yield first, second
 
@@ -158,13 +164,16 @@ def pick(acks: dict[str, Acks], names: tuple[str, ...]) -> dict[str, Acks]:
 
 
 def _clients(
-    broker: MosquittoBroker, names: tuple[str, ...], acks: dict[str, Acks]
+    broker: MosquittoBroker,
+    names: tuple[str, ...],
+    acks: dict[str, Acks],
+    request_timeout: float = 1.0,
 ) -> list[Client]:
     clients = []
     for name in names:
         acks[name] = Acks()
-        client = client_for(broker, name, request_timeout=1.0, tap=acks[name])
-        client.attempts = 60
+        client = client_for(broker, name, request_timeout=request_timeout, tap=acks[name])
+        client.attempts = max(2, int(60 / request_timeout))
         clients.append(client)
     return clients
 
@@ -218,6 +227,40 @@ async def test_a_stale_owner_cannot_append_even_at_a_fresh_seq(
         await connection.close()
         await first.close()
         await second.close()
+
+
+async def test_renewing_leases_while_an_append_reads_them_cannot_deadlock(
+    postgres_url: str,
+) -> None:
+    """An append reads the lease rows of its batch ``FOR SHARE`` in key order; the renewal of
+    a worker's table leases locks them too, so it must take them in the same order (in any
+    other, an append of tables a and b, and a renewal of b and a, wait for each other)."""
+    store = await PostgresStore.open(postgres_url)  # the schema
+    await store.close()
+    appender = await asyncpg.connect(postgres_url)
+    watcher = await asyncpg.connect(postgres_url)
+    leases = await Leases.open(postgres_url, "w1", 60.0)
+    try:
+        for key in ("b", "a"):  # b first: read first by a scan of the rows
+            assert 1 == await leases.take("table", key)
+        select = "SELECT key FROM leases WHERE kind = 'table' AND key = $1 FOR SHARE"
+        async with appender.transaction():
+            await appender.fetch(select, "a")
+            renewal = asyncio.create_task(leases.renew("table", {"b": 1, "a": 1}))
+            # Until the renewal waits for a lock (on "a", held here).
+            async with asyncio.timeout(START_SECONDS):
+                while not await watcher.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND datname = current_database()"
+                ):
+                    assert not renewal.done()
+            await appender.fetch(select, "b")  # not held by the waiting renewal
+        async with asyncio.timeout(START_SECONDS):
+            assert {"a", "b"} == await renewal
+    finally:
+        await leases.close()
+        await appender.close()
+        await watcher.close()
 
 
 async def test_two_workers_share_the_tables_and_both_games_finish(
@@ -352,6 +395,201 @@ async def test_sigterm_hands_the_tables_over(
     # Leases of 60 s: the survivor can only have taken the table over before the game's end
     # because the stopped worker released it.
     await _play_through_a_stop(mosquitto, postgres_url, signal.SIGTERM, ttl=60.0)
+
+
+class Unlisted:
+    """A client tap: the retained lobby listings cleared (a finished table leaving the
+    server's memory clears its listing), one event per table."""
+
+    def __init__(self) -> None:
+        self.cleared: dict[str, asyncio.Event] = {}
+
+    def __call__(self, message: Message) -> None:
+        if message.topic.startswith(topics.lobby_listing("")) and not message.payload:
+            table = message.topic[len(topics.lobby_listing("")) :]
+            self.cleared.setdefault(table, asyncio.Event()).set()
+
+    async def wait(self, table: str) -> None:
+        async with asyncio.timeout(START_SECONDS):
+            await self.cleared.setdefault(table, asyncio.Event()).wait()
+
+
+async def test_a_finished_table_out_of_memory_answers_as_one_server_does(
+    mosquitto: MosquittoBroker,
+    postgres_url: str,
+) -> None:
+    """docs/operations.md section 0: a finished table idle for ``--finished-ttl`` leaves
+    memory and "the next command, join or resync there loads it back, so a late rematch or
+    resync still works". Workers answer the same: the worker that had the table, or, once it
+    is killed, another."""
+    await ensure_users(mosquitto, [*SHARD0, *SHARD1])
+    unlisted = Unlisted()
+    extra = ("--finished-ttl", "1")
+    async with two_workers(mosquitto, postgres_url, extra=extra) as (first, second):
+        names = (*SHARD0, *SHARD1)
+        clients = [client_for(mosquitto, name, request_timeout=1.0) for name in names]
+        clients[0] = client_for(mosquitto, "bob", request_timeout=1.0, tap=unlisted)
+        for client in clients:
+            client.attempts = 15
+        try:
+            for client in clients:
+                await client.connect()
+            clients[0].transport.subscribe(topics.lobby_listing("+"), qos=1)
+            on_zero = await start_table(clients[:2], "basic")
+            on_one = await start_table(clients[2:], "basic")
+            owners = await lease_owners(postgres_url)
+            finals = await asyncio.gather(
+                *(play_seat(client, on_zero, seed) for seed, client in enumerate(clients[:2])),
+                *(play_seat(client, on_one, seed) for seed, client in enumerate(clients[2:])),
+            )
+            assert {"finished"} == {final.status for final in finals}
+            await unlisted.wait(on_zero)  # both out of memory
+            await unlisted.wait(on_one)
+            # Loaded back by a resync, by the worker that had it.
+            synced = await clients[2].table(on_one).resync()
+            assert ("finished", finals[2].seq) == (synced.status, synced.seq)
+            assert owners[on_one] == (await lease_owners(postgres_url))[on_one]
+            # The worker that had the other one is killed: the survivor answers there.
+            victim, survivor = (first, second) if owners[on_zero] == "w1" else (second, first)
+            assert survivor.name == owners[on_one]
+            mark = len(survivor.lines)
+            victim.process.kill()
+            await victim.process.wait()
+            await survivor.wait_for("finished table(s) of stopped workers", after=mark)
+            synced = await clients[1].table(on_zero).resync()
+            assert ("finished", finals[0].seq) == (synced.status, synced.seq)
+            assert (await clients[0].table(on_zero).rematch()).ok
+            assert survivor.name == (await lease_owners(postgres_url))[on_zero]
+            # A new game at once (docs/protocol.md: rematch), played by the survivor.
+            assert "playing" == (await clients[0].table(on_zero).resync()).status
+        finally:
+            for client in clients:
+                await client.close()
+
+
+async def test_table_quotas_hold_across_workers(
+    mosquitto: MosquittoBroker,
+    postgres_url: str,
+) -> None:
+    """docs/operations.md "Quotas and table lifetimes": an account may sit at
+    ``--max-open-tables`` open tables and have created ``--max-waiting-tables`` waiting ones,
+    whichever workers serve them."""
+    await ensure_users(mosquitto, ["bob", "alice"])
+    extra = ("--max-open-tables", "1", "--max-waiting-tables", "1")
+    async with two_workers(mosquitto, postgres_url, extra=extra):
+        bob, alice = (client_for(mosquitto, name) for name in ("bob", "alice"))
+        try:
+            for client in (bob, alice):
+                await client.connect()
+            mine = (await bob.create_table("basic", seats=2)).table  # shard 0's worker
+            theirs = (await alice.create_table("basic", seats=2)).table  # shard 1's worker
+            owners = await lease_owners(postgres_url)
+            assert owners[mine] != owners[theirs]
+            # bob sits at one open table already, on the other worker.
+            with pytest.raises(RequestFailed) as refused:
+                await bob.table(theirs).sit()
+            assert "limit/tables" == refused.value.code
+            assert "at most 1 open tables" in str(refused.value)
+            # One waiting table created by bob already: a second one is refused, with sit or
+            # without.
+            for sit in (True, False):
+                with pytest.raises(RequestFailed) as refused:
+                    await bob.create_table("basic", seats=2, sit=sit)
+                assert "limit/tables" == refused.value.code
+            # A place freed on one worker counts on the other: the same request succeeds.
+            assert (await bob.table(mine).stand()).ok
+            assert (await bob.table(theirs).sit()).ok
+            # Sitting at alice's table, bob is at his limit again.
+            with pytest.raises(RequestFailed) as refused:
+                await bob.table(mine).sit()
+            assert "limit/tables" == refused.value.code
+        finally:
+            for client in (bob, alice):
+                await client.close()
+
+
+class Resends:
+    """A tap of the server's account on every table command topic: the request ids sent more
+    than once (a client sends a request again only when no reply came in time)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[str, str], int] = {}
+
+    def __call__(self, message: Message) -> None:
+        parsed = topics.parse_command_topic(message.topic)
+        if parsed is None or not message.payload:
+            return
+        key = (parsed[2], decode_request(message.payload).id)
+        self.seen[key] = self.seen.get(key, 0) + 1
+
+    def at(self, table: str) -> list[str]:
+        return [id_ for (at, id_), count in self.seen.items() if at == table and count > 1]
+
+
+async def test_a_worker_that_joins_takes_tables_over_while_they_play(
+    mosquitto: MosquittoBroker,
+    postgres_url: str,
+) -> None:
+    """Worker w1 serves three tables in play; w2 joins and is handed some of them (the
+    tables above w1's fair share): the games go on under w2 with no acknowledged command lost
+    and no request left unanswered long enough to be sent again."""
+    players = (*SHARD0, *SHARD1, "erin", "frank")  # erin shard 0, frank 1
+    await ensure_users(mosquitto, list(players))
+    acks: dict[str, Acks] = {}
+    resends = Resends()
+    listener = Transport(mosquitto.server_user, mosquitto.server_password, tap=resends)
+    listener.subscribe(topics.table_command("+", "+"))
+    await listener.connect(parse_broker_url(mosquitto.url))
+    pairs = (players[0:2], players[2:4], players[4:6])
+    async with worker(mosquitto, postgres_url, "w1") as first:
+        await first.wait_for("serves lobby shard 1")
+        clients = _clients(mosquitto, players, acks, request_timeout=5.0)
+        try:
+            for client in clients:
+                await client.connect()
+            tables = [
+                await start_table(clients[i : i + 2], "basic", {"target": 300}) for i in (0, 2, 4)
+            ]
+            assert {"w1"} == set((await lease_owners(postgres_url)).values())
+            games = asyncio.gather(
+                *(
+                    play_seat(client, table, seed)
+                    for index, table in enumerate(tables)
+                    for seed, client in enumerate(clients[2 * index : 2 * index + 2])
+                )
+            )
+            async with asyncio.timeout(START_SECONDS):
+                await acks["bob"].wait_for(20)
+            async with worker(mosquitto, postgres_url, "w2") as second:
+                line = await second.wait_for("handed-over table(s)")
+                at_handover = {table: await _last_seq(postgres_url, table) for table in tables}
+                finals = await games
+                owners = await lease_owners(postgres_url)
+        finally:
+            for client in clients:
+                await client.close()
+            await listener.close()
+    # w1 held 3, its fair share with two workers is 2: one table moved.
+    assert "took 1 handed-over" in line
+    moved = [table for table in tables if owners[table] == "w2"]
+    assert 1 == len(moved)
+    assert {final.status for final in finals} == {"finished"}
+    for index, table in enumerate(tables):
+        final = finals[2 * index]
+        assert await check_log(postgres_url, table, pick(acks, pairs[index])) == final.seq
+    # Played on under w2 after the handover, with no request sent twice.
+    assert finals[2 * tables.index(moved[0])].seq > at_handover[moved[0]]
+    assert [] == resends.at(moved[0])
+
+
+async def _last_seq(store: str, table: str) -> int:
+    connection = await asyncpg.connect(store)
+    try:
+        return int(
+            await connection.fetchval("SELECT last_seq FROM tables WHERE table_id = $1", table)
+        )
+    finally:
+        await connection.close()
 
 
 async def test_tables_loaded_together_equal_tables_loaded_one_by_one(
