@@ -52,7 +52,6 @@ import asyncio
 import contextlib
 import datetime
 import json
-import logging
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -73,13 +72,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from bots.policies.base import find_policy
+from bench.players import spawn_players
 from protocol import topics
-from protocol.client import Client, RequestFailed
-from protocol.game import Command
-from protocol.runtime import tune_gc
-from protocol.transport import Message, Transport, parse_broker_url
-from server.engine import Rules, make_rules
+from protocol.transport import Transport, parse_broker_url
 from server.net.accounts import Accounts, random_password
 from server.net.embedded import SERVER_USER
 from server.net.gateway import Limits
@@ -106,11 +101,6 @@ RAW_WINDOW = 1_000
 ``max_queued_messages`` 10,000 per client and drops the rest)."""
 RAW_TABLE = "rawbench"
 PINGER = "rawping"
-REQUEST_TIMEOUT = 60.0
-"""The players' request timeout: long, so a slow reply is measured rather than sent again."""
-CONNECT_CONCURRENCY = 50
-READY_SECONDS = 300.0
-"""How long the workers may take to connect their players and open their tables."""
 
 
 # --- the broker ----------------------------------------------------------------------------------
@@ -389,202 +379,6 @@ def raw_broker(broker: Broker, seconds: float, say: Say) -> RawResult:
     return RawResult(round_trips, rates, sent, delivered, peer_cpu, publish_cpu=publish_cpu)
 
 
-# --- 2. the server: players ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WorkerSpec:
-    """What one load-generator process plays."""
-
-    index: int
-    broker: str
-    password: str
-    players: tuple[str, ...]
-    """Two per table: host, guest, host, guest, ..."""
-    variant: str
-    policy: str
-    seed: int
-    pace: float
-    """Moves a second each table offers, Poisson (0: back to back)."""
-    nice: int = 0
-    """Added to the process's niceness (the players yield the CPU to the server and broker)."""
-
-
-@dataclass
-class Pacer:
-    """When a table's next move is due: a Poisson schedule of ``rate`` moves a second that
-    both seats follow, kept whatever the round trips (a late move is made at once)."""
-
-    rate: float
-    rng: random.Random
-    due: float
-
-    def next_due(self) -> float:
-        """The time of the next move."""
-        self.due += self.rng.expovariate(self.rate)
-        return self.due
-
-
-@dataclass
-class Tally:
-    """What one worker counted in the measured window (and a few totals)."""
-
-    moves: int = 0
-    """Game commands acknowledged ``ok`` in the window."""
-    latencies: list[float] = field(default_factory=list)
-    """Round trip of every game command answered in the window, ok or not."""
-    refused: Counter[str] = field(default_factory=Counter)
-    """Refused game commands in the window, by code."""
-    timeouts: int = 0
-    games: int = 0
-    """Games that ended in the window."""
-    resyncs: int = 0
-    messages: int = 0
-    """Messages the players received in the window."""
-    bytes: int = 0
-    tables: int = 0
-    setup_seconds: float = 0.0
-    errors: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Window:
-    """The measured window in ``time.monotonic`` seconds (the same clock in every process)."""
-
-    start: float
-    end: float
-    recording: bool = False
-
-
-def run_worker(spec: WorkerSpec, connection: multiprocessing.connection.Connection) -> None:
-    """One load-generator process: connect, open tables, play, report (see ``worker_main``)."""
-    # gmqtt warns of each publish to a connection being closed, as the players stop.
-    logging.getLogger("gmqtt").setLevel(logging.ERROR)
-    if spec.nice:
-        os.nice(spec.nice)
-    tune_gc()  # as `ramino bots` does: the players' collector pauses are not the server's
-    asyncio.run(worker_main(spec, connection))
-
-
-async def worker_main(spec: WorkerSpec, connection: multiprocessing.connection.Connection) -> None:
-    """Connect every player, open the tables (seated, not started), say ready, wait for the
-    start time, start every game and play until the window ends; send back the ``Tally``."""
-    tally = Tally()
-    started = time.monotonic()
-    window = Window(math.inf, math.inf)
-
-    def tap(message: Message) -> None:
-        if window.recording:
-            tally.messages += 1
-            tally.bytes += len(message.payload)
-
-    clients = [
-        Client(name, spec.password, broker=spec.broker, request_timeout=REQUEST_TIMEOUT, tap=tap)
-        for name in spec.players
-    ]
-    gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
-
-    async def connect(client: Client) -> None:
-        async with gate:
-            await client.connect()
-
-    async def open_table(host: Client, guest: Client) -> str:
-        async with gate:
-            created = await host.create_table(spec.variant, seats=2)
-            await guest.table(created.table).sit()
-            return created.table
-
-    await asyncio.gather(*(connect(client) for client in clients))
-    pairs = list(zip(clients[0::2], clients[1::2]))
-    table_ids = await asyncio.gather(*(open_table(host, guest) for host, guest in pairs))
-    tally.tables = len(table_ids)
-    tally.setup_seconds = time.monotonic() - started
-    connection.send("ready")
-    go, window.start, window.end = await asyncio.to_thread(connection.recv)
-    await asyncio.sleep(max(0.0, go - time.monotonic()))
-    rng = random.Random(spec.seed)
-    players: list[asyncio.Task[None]] = []
-    for (host, guest), table in zip(pairs, table_ids):
-        pacer = Pacer(spec.pace, random.Random(rng.getrandbits(64)), go) if spec.pace > 0 else None
-        for client, is_host in ((host, True), (guest, False)):
-            seed = rng.getrandbits(64)
-            players.append(
-                asyncio.create_task(
-                    play(client, table, is_host, spec.policy, seed, window, tally, pacer),
-                    name=f"play-{client.username}",
-                )
-            )
-    await asyncio.gather(*(host.table(table).start() for (host, _), table in zip(pairs, table_ids)))
-    await asyncio.sleep(max(0.0, window.start - time.monotonic()))
-    window.recording = True
-    await asyncio.sleep(max(0.0, window.end - time.monotonic()))
-    window.recording = False
-    for task in players:
-        task.cancel()
-    for result in await asyncio.gather(*players, return_exceptions=True):
-        if isinstance(result, Exception):
-            tally.errors.append(repr(result))
-    tally.resyncs = sum(
-        session.resyncs for client in clients for session in client._sessions.values()
-    )
-
-    async def close(client: Client) -> None:
-        async with gate:
-            await client.close()
-
-    await asyncio.gather(*(close(client) for client in clients))
-    connection.send(tally)
-
-
-async def play(
-    client: Client,
-    table: str,
-    is_host: bool,
-    policy_name: str,
-    seed: int,
-    window: Window,
-    tally: Tally,
-    pacer: Pacer | None = None,
-) -> None:
-    """Play ``client``'s seat as fast as the server answers (or when ``pacer`` says), game
-    after game (the host asks for the rematch); count what the window sees."""
-    policy = find_policy(policy_name)
-    rng = random.Random(seed)
-    session = client.table(table)
-    rules: Rules | None = None
-    async for update in session.updates():
-        if update.seq != session.seq:
-            continue  # a newer update is already queued
-        if update.status == "finished":
-            if is_host:
-                if window.recording:
-                    tally.games += 1
-                with contextlib.suppress(RequestFailed):
-                    await session.rematch()
-            continue
-        seen = update.view
-        if not update.legal or seen is None:
-            continue
-        if rules is None:
-            rules = make_rules(seen.variant, seen.options, seen.players)
-        command: Command = policy.choose(rules, seen, update.legal, rng)
-        if pacer is not None:
-            await asyncio.sleep(max(0.0, pacer.next_due() - time.monotonic()))
-        sent = time.monotonic()
-        try:
-            reply = await session.act(command, check=False)
-        except RequestFailed:
-            tally.timeouts += 1
-            continue
-        answered = time.monotonic()
-        if window.start <= answered < window.end:
-            tally.latencies.append(answered - sent)
-            if reply.ok:
-                tally.moves += 1
-            else:
-                tally.refused[reply.code] += 1
-
-
 # --- 2. the server: the process ------------------------------------------------------------------
 
 
@@ -857,63 +651,33 @@ def server_case(
     """Run the server on ``store`` with ``tables`` tables of bots in ``workers`` processes,
     each table offering ``pace`` moves a second (0: back to back)."""
     server = start_server(broker, store, arguments.ramino_serve, log)
-    context = multiprocessing.get_context("spawn")
-    names = player_names(2 * tables)
-    processes: list[multiprocessing.process.BaseProcess] = []
-    pipes: list[multiprocessing.connection.Connection] = []
     try:
-        share = math.ceil(tables / workers)
-        for index in range(workers):
-            players = tuple(names[2 * share * index : 2 * share * (index + 1)])
-            if not players:
-                continue
-            spec = WorkerSpec(
-                index,
-                broker.url,
-                broker.player_password,
-                players,
-                arguments.variant,
-                arguments.policy,
-                arguments.seed * 1_000 + index,
-                pace,
-                arguments.players_nice,
-            )
-            ours, theirs = context.Pipe()
-            worker = context.Process(
-                target=run_worker, args=(spec, theirs), name=f"players-{index}"
-            )
-            worker.start()
-            processes.append(worker)
-            pipes.append(ours)
-        for pipe, process in zip(pipes, processes):
-            if not pipe.poll(READY_SECONDS):
-                raise RuntimeError(f"{process.name} did not get its tables ready")
-            pipe.recv()
-        go = time.monotonic() + 0.2
-        start = go + arguments.warmup
-        end = start + seconds
-        for pipe in pipes:
-            pipe.send((go, start, end))
-        worker_pids = [process.pid for process in processes if process.pid is not None]
-        time.sleep(max(0.0, start - time.monotonic()))
-        before = sample(server.process.pid, broker.process.pid, worker_pids)
-        spy: subprocess.Popen[bytes] | None = None
-        if profile is not None:
-            spy = start_py_spy(arguments.py_spy, server.process.pid, seconds, profile)
-        time.sleep(max(0.0, end - time.monotonic()))
-        after = sample(server.process.pid, broker.process.pid, worker_pids)
-        tallies: list[Tally] = []
-        for pipe, process in zip(pipes, processes):
-            if not pipe.poll(120):
-                raise RuntimeError(f"{process.name} did not report")
-            tallies.append(pipe.recv())
-        if spy is not None:
-            spy.wait(timeout=120)
+        with spawn_players(
+            broker.url,
+            broker.player_password,
+            player_names(2 * tables),
+            workers,
+            arguments.variant,
+            arguments.policy,
+            arguments.seed,
+            pace,
+            arguments.players_nice,
+        ) as players:
+            go = time.monotonic() + 0.2
+            start = go + arguments.warmup
+            end = start + seconds
+            players.go(go, start, end)
+            time.sleep(max(0.0, start - time.monotonic()))
+            before = sample(server.process.pid, broker.process.pid, players.pids)
+            spy: subprocess.Popen[bytes] | None = None
+            if profile is not None:
+                spy = start_py_spy(arguments.py_spy, server.process.pid, seconds, profile)
+            time.sleep(max(0.0, end - time.monotonic()))
+            after = sample(server.process.pid, broker.process.pid, players.pids)
+            tallies = players.tallies()
+            if spy is not None:
+                spy.wait(timeout=120)
     finally:
-        for process in processes:
-            process.join(30)
-            if process.is_alive():
-                process.kill()
         stop_process(server.process)
     latencies = [latency for tally in tallies for latency in tally.latencies]
     refused: Counter[str] = Counter()
@@ -922,7 +686,7 @@ def server_case(
     return CaseResult(
         tables=tables,
         pace=pace,
-        workers=len(processes),
+        workers=len(tallies),
         seconds=after.at - before.at,
         moves=sum(tally.moves for tally in tallies),
         latencies=latencies,

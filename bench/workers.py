@@ -1,18 +1,23 @@
 """Scale-out workers: throughput with 1 and 2 workers, failover time, recovery of many tables.
 
 Run with ``python -m bench.workers [--parts throughput,failover,recovery] [--tables N]
-[--seconds S] [--failover-tables N] [--recovery-tables N] [--lease-ttl S] [--postgres URL]``.
-One run starts one Mosquitto with deploy/'s config (as ``bench.server`` does) and uses
-throw-away PostgreSQL databases; every worker is a process of its own (``ramino serve
---worker``, through ``--serve-child`` to lift the per-client rate limit as ``bench.server``
-does). Three parts, in one run:
+[--seconds S] [--policy P] [--failover-tables N] [--recovery-tables N] [--lease-ttl S]
+[--postgres URL]``. One run starts one Mosquitto with deploy/'s config (as ``bench.server``
+does) and uses throw-away PostgreSQL databases; every worker is a process of its own (``ramino
+serve --worker``, through ``--serve-child`` to lift the per-client rate limit as
+``bench.server`` does). Three parts, in one run:
 
-1. **throughput**: ``--tables`` tables of two SDK bot players (``bench.server``'s players, in
-   ``--player-processes`` processes) playing back to back, served first by one worker holding
-   both lobby shards, then by two workers holding one each (the tables follow their host's
-   shard); after ``--warmup`` seconds, ``--seconds`` are measured: moves acknowledged ``ok`` a
-   second, the command round trip p50/p99, the CPU seconds of the workers, Mosquitto and the
-   players. Printed: both figures and their ratio (target ``>= 1.7``).
+1. **throughput**: ``--tables`` tables of two SDK bot players (``bench.players``, in
+   ``--player-processes`` processes, playing ``--policy``: ``random`` by default, the lightest
+   there is) playing back to back, served first by one worker holding both lobby shards, then
+   by two workers holding one each (the tables follow their host's shard); after ``--warmup``
+   seconds, ``--seconds`` are measured: moves acknowledged ``ok`` a second, the command round
+   trip p50/p99, and the CPU time of the workers (and how long they waited for a CPU),
+   Mosquitto, the players and the whole machine. Printed, each labelled: the measured ratio
+   of the two rates (target ``>= 1.7``), which on a machine whose cores the players and the
+   broker share says how much CPU was left for a second worker rather than whether the
+   server scales; and the ratio per worker core: moves per worker CPU second with two workers
+   over the same with one, and what it projects for two workers with a core each.
 2. **failover**: ``--failover-tables`` open tables written into the store (games started,
    ``--moves`` random moves each), adopted by worker w1 at its start; then w2 joins. A probe
    player at one of the tables makes a move through w1; w1 is killed (SIGKILL) and the probe at
@@ -21,8 +26,8 @@ does). Three parts, in one run:
    ``--lease-ttl``).
 3. **recovery**: ``--recovery-tables`` open tables (snapshots every ``SNAPSHOT_EVERY`` events,
    so each loads from a snapshot and a tail), no worker; a fresh worker starts: the time from
-   its start to its "serving" line, and the time it took to take every table over (load,
-   republish, subscribe; target < 10 s).
+   its start to its "serving" line, and the time (and CPU time) it took to take every table
+   over (load, republish, subscribe; target < 10 s).
 """
 
 from __future__ import annotations
@@ -30,9 +35,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import math
-import multiprocessing
-import multiprocessing.connection
 import os
 import random
 import re
@@ -47,18 +49,18 @@ from pathlib import Path
 
 import asyncpg
 
+from bench.players import spawn_players
 from bench.server import (
     RATE,
-    READY_SECONDS,
     Broker,
-    Tally,
-    WorkerSpec,
+    Usage,
     fresh_store,
+    machine_cpu,
     percentile,
     process_usage,
-    run_worker,
     start_broker,
     stop_process,
+    verdict,
 )
 from protocol.client import Client
 from server.engine import awaiting, is_over, legal_actions
@@ -77,6 +79,12 @@ events a table would load from its whole log)."""
 PROBE_RETRY = 0.1
 """Seconds between the failover probe's resends of its move."""
 PROBES = ("probe0", "probe1")
+SCALE_TARGET = 1.7
+"""Moves/s with 2 workers over moves/s with 1 (issue 18)."""
+IDLE_SECONDS = 2.0
+"""Seconds the workers' CPU is measured with no players, before each throughput case."""
+RECOVERY_TARGET = 10.0
+"""Seconds for a fresh worker to load 10,000 open tables (issue 18)."""
 
 
 # --- workers as processes --------------------------------------------------------------------
@@ -181,70 +189,63 @@ class Throughput:
     p50: float
     p99: float
     timeouts: int
-    workers_cpu: float
+    workers_cpu: Usage
+    """CPU time of the worker processes in the window, and their time runnable but waiting
+    for a CPU."""
     broker_cpu: float
     players_cpu: float
+    machine_cpu: float
+    """CPU seconds of the whole machine (every process, other jobs included)."""
+    idle_cpu: float
+    """CPU seconds a second the workers spent with no players (lease renewals, balancing)."""
     owners: dict[str, int]
 
     @property
     def rate(self) -> float:
         return self.moves / self.seconds if self.seconds else 0.0
 
+    @property
+    def per_cpu_second(self) -> float:
+        """Moves per CPU second of the workers: what one worker serves on a core of its own
+        when that core is its only limit."""
+        return self.moves / self.workers_cpu.run if self.workers_cpu.run else 0.0
+
+    @property
+    def marginal_cpu(self) -> float:
+        """Worker CPU seconds a move, without what the workers spend idle."""
+        busy = self.workers_cpu.run - self.idle_cpu * self.seconds
+        return max(0.0, busy) / self.moves if self.moves else 0.0
+
 
 def throughput_case(
     broker: Broker, store: str, count: int, arguments: argparse.Namespace, folder: Path
 ) -> Throughput:
     """``arguments.tables`` tables of bots on ``count`` workers."""
-    context = multiprocessing.get_context("spawn")
     names = [f"bench{index:04d}" for index in range(2 * arguments.tables)]
     with workers(broker, store, count, folder, ttl=arguments.lease_ttl) as running:
-        processes: list[multiprocessing.process.BaseProcess] = []
-        pipes: list[multiprocessing.connection.Connection] = []
-        try:
-            share = math.ceil(arguments.tables / arguments.player_processes)
-            for index in range(arguments.player_processes):
-                players = tuple(names[2 * share * index : 2 * share * (index + 1)])
-                if not players:
-                    continue
-                spec = WorkerSpec(
-                    index,
-                    broker.url,
-                    broker.player_password,
-                    players,
-                    "basic",
-                    "greedy",
-                    arguments.seed * 1_000 + index,
-                    0.0,
-                )
-                ours, theirs = context.Pipe()
-                process = context.Process(target=run_worker, args=(spec, theirs))
-                process.start()
-                processes.append(process)
-                pipes.append(ours)
-            for pipe in pipes:
-                if not pipe.poll(READY_SECONDS):
-                    raise RuntimeError("the players did not get their tables ready")
-                pipe.recv()
+        quiet = _cpu(running, broker, [])
+        time.sleep(IDLE_SECONDS)
+        idle = (_cpu(running, broker, [])[0].run - quiet[0].run) / IDLE_SECONDS
+        with spawn_players(
+            broker.url,
+            broker.player_password,
+            names,
+            arguments.player_processes,
+            "basic",
+            arguments.policy,
+            arguments.seed,
+            nice=arguments.players_nice,
+        ) as players:
             go = time.monotonic() + 0.2
             start = go + arguments.warmup
             end = start + arguments.seconds
-            for pipe in pipes:
-                pipe.send((go, start, end))
+            players.go(go, start, end)
             time.sleep(max(0.0, start - time.monotonic()))
-            pids = [process.pid for process in processes if process.pid is not None]
-            before = _cpu(running, broker, pids)
+            before = _cpu(running, broker, players.pids)
             time.sleep(max(0.0, end - time.monotonic()))
-            after = _cpu(running, broker, pids)
-            tallies: list[Tally] = []
-            for pipe in pipes:
-                if not pipe.poll(120):
-                    raise RuntimeError("the players did not report")
-                tallies.append(pipe.recv())
-        finally:
-            for child in processes:
-                child.join(30)
-                if child.is_alive():
-                    child.kill()
+            after = _cpu(running, broker, players.pids)
+            tallies = players.tallies()
+        # Before the workers stop: a stopping worker hands its tables to the other.
         owners = asyncio.run(_owners(store))
     latencies = [latency for tally in tallies for latency in tally.latencies]
     return Throughput(
@@ -258,19 +259,72 @@ def throughput_case(
         workers_cpu=after[0] - before[0],
         broker_cpu=after[1] - before[1],
         players_cpu=after[2] - before[2],
+        machine_cpu=after[3] - before[3],
+        idle_cpu=idle,
         owners=owners,
     )
 
 
 def _cpu(
     running: Sequence[WorkerProcess], broker: Broker, players: Sequence[int]
-) -> tuple[float, float, float]:
-    """CPU seconds so far of the workers, Mosquitto and the players."""
+) -> tuple[Usage, float, float, float]:
+    """CPU so far of the workers, Mosquitto, the players and the whole machine."""
+    workers_usage = Usage()
+    for worker in running:
+        workers_usage += process_usage(worker.process.pid)
     return (
-        sum(process_usage(worker.process.pid).run for worker in running),
+        workers_usage,
         process_usage(broker.process.pid).run,
         sum(process_usage(pid).run for pid in players),
+        machine_cpu()[0],
     )
+
+
+def print_throughput(case: Throughput) -> None:
+    """One case's line."""
+    busy = case.workers_cpu.run / case.seconds if case.seconds else 0.0
+    print(
+        f"throughput, {case.workers} worker(s), {case.tables} tables: {case.rate:.0f} moves/s, "
+        f"p50 {case.p50 * 1000:.1f} ms, p99 {case.p99 * 1000:.1f} ms, timeouts "
+        f"{case.timeouts}; in {case.seconds:.0f} s, CPU s: workers {case.workers_cpu.run:.1f} "
+        f"({busy:.2f} cores; waited for a CPU {case.workers_cpu.wait:.1f} s), mosquitto "
+        f"{case.broker_cpu:.1f}, players {case.players_cpu:.1f}, whole machine "
+        f"{case.machine_cpu:.1f} of {(os.cpu_count() or 1) * case.seconds:.0f}; "
+        f"{1000 / case.per_cpu_second if case.per_cpu_second else 0:.2f} ms of worker CPU a "
+        f"move ({case.per_cpu_second:.0f} moves per worker CPU second; idle, the workers used "
+        f"{case.idle_cpu:.3f} cores: without it {case.marginal_cpu * 1000:.2f} ms a move); "
+        f"tables per worker {case.owners}",
+        flush=True,
+    )
+
+
+def judge_throughput(one: Throughput, two: Throughput) -> None:
+    """The ratios, labelled: measured on this machine, and per worker core."""
+    raw = two.rate / one.rate if one.rate else 0.0
+    print(
+        f"throughput ratio 2 workers / 1 worker, measured (players and broker on the same "
+        f"cores): {raw:.2f} (target >= {SCALE_TARGET}): {verdict(raw >= SCALE_TARGET)}",
+        flush=True,
+    )
+    efficiency = two.per_cpu_second / one.per_cpu_second if one.per_cpu_second else 0.0
+    projected = capacity(two) / capacity(one) if capacity(one) else 0.0
+    print(
+        f"throughput ratio per worker core: {two.per_cpu_second:.0f} / "
+        f"{one.per_cpu_second:.0f} moves per worker CPU second = {efficiency:.2f}; projected "
+        f"from the CPU a move (idle CPU aside), 2 workers with a core each would serve "
+        f"{capacity(two):.0f} moves/s, 1 worker with one core {capacity(one):.0f}: "
+        f"{projected:.2f}x (target >= {SCALE_TARGET}): {verdict(projected >= SCALE_TARGET)} "
+        "(a projection for players and broker on other cores, not a measurement)",
+        flush=True,
+    )
+
+
+def capacity(case: Throughput) -> float:
+    """Moves/s ``case.workers`` workers would serve with a core each and nothing else on
+    them: each core's second, less what a worker spends idle, over the CPU a move."""
+    if not case.marginal_cpu:
+        return 0.0
+    return (case.workers - case.idle_cpu) / case.marginal_cpu
 
 
 async def _owners(store: str) -> dict[str, int]:
@@ -458,6 +512,10 @@ class Recovery:
     adoption: float
     """From the adoption's start until every table is loaded and republished."""
     adopted: int
+    cpu: float
+    """CPU seconds the worker process spent meanwhile."""
+    load: float
+    """The machine's load average (1 minute) when it ended."""
 
 
 async def _counts(store: str) -> tuple[int, int]:
@@ -479,7 +537,8 @@ def recovery(broker: Broker, store: str, arguments: argparse.Namespace, folder: 
     worker = start_worker(broker, store, "fresh", folder, ttl=arguments.lease_ttl)
     try:
         start_seconds = time.monotonic() - worker.started
-        found = worker.wait_for(r"took over (\d+) table\(s\) in ([\d.]+) s")
+        found = worker.wait_for(r"took over (\d+) table\(s\) in ([\d.]+) s \(([\d.]+) s of CPU")
+        load = os.getloadavg()[0]
         serves = worker.wait_for(r"serves \d+ adopted table\(s\) after ([\d.]+) s")
     finally:
         stop_process(worker.process)
@@ -491,6 +550,8 @@ def recovery(broker: Broker, store: str, arguments: argparse.Namespace, folder: 
         float(serves.group(1)),
         float(found.group(2)),
         int(found.group(1)),
+        float(found.group(3)),
+        load,
     )
 
 
@@ -507,6 +568,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="throughput: measured")
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--player-processes", type=int, default=2)
+    parser.add_argument(
+        "--policy", default="random", help="throughput: the players' policy (random: lightest)"
+    )
+    parser.add_argument(
+        "--players-nice", type=int, default=0, help="throughput: niceness added to the players"
+    )
     parser.add_argument("--failover-tables", type=int, default=1000)
     parser.add_argument("--recovery-tables", type=int, default=10_000)
     parser.add_argument("--moves", type=int, default=24, help="random moves in each open table")
@@ -532,25 +599,16 @@ def main() -> None:
                     with fresh_store("postgres", arguments.postgres, folder) as store:
                         case = throughput_case(broker, store, count, arguments, folder)
                     cases.append(case)
-                    print(
-                        f"throughput, {count} worker(s), {case.tables} tables: "
-                        f"{case.rate:.0f} moves/s, p50 {case.p50 * 1000:.1f} ms, "
-                        f"p99 {case.p99 * 1000:.1f} ms, timeouts {case.timeouts}; CPU s: "
-                        f"workers {case.workers_cpu:.1f}, mosquitto {case.broker_cpu:.1f}, "
-                        f"players {case.players_cpu:.1f} in {case.seconds:.0f} s; "
-                        f"tables per worker {case.owners}",
-                        flush=True,
-                    )
-                ratio = cases[1].rate / cases[0].rate if cases[0].rate else 0.0
-                print(f"throughput ratio 2 workers / 1 worker: {ratio:.2f} (target >= 1.7)")
+                    print_throughput(case)
+                judge_throughput(*cases)
             if "failover" in parts:
                 with fresh_store("postgres", arguments.postgres, folder) as store:
                     result = asyncio.run(failover(broker, store, arguments, folder))
                 print(
                     f"failover, {result.tables} open tables, lease {result.ttl:g} s: "
                     f"{result.seconds:.2f} s from SIGKILL to the first move accepted by the new "
-                    f"owner (target < 10 s); it took {result.adopted} tables over in "
-                    f"{result.adoption:.2f} s",
+                    f"owner (target < 10 s: {verdict(result.seconds < 10)}); it took "
+                    f"{result.adopted} tables over in {result.adoption:.2f} s",
                     flush=True,
                 )
             if "recovery" in parts:
@@ -560,7 +618,9 @@ def main() -> None:
                     f"recovery, {done.tables} open tables ({done.events} events, "
                     f"{done.snapshots} snapshots): a fresh worker read the commands of all after "
                     f"{done.subscribed:.2f} s and had loaded {done.adopted} in "
-                    f"{done.adoption:.2f} s (target < 10 s); its start to 'serving': "
+                    f"{done.adoption:.2f} s, {done.cpu:.2f} s of its CPU (target < "
+                    f"{RECOVERY_TARGET:g} s: {verdict(done.adoption < RECOVERY_TARGET)}; load "
+                    f"average {done.load:.2f}); its start to 'serving': "
                     f"{done.start_seconds:.2f} s",
                     flush=True,
                 )

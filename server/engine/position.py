@@ -101,6 +101,7 @@ Knock or Gin Rummy, ...) is refused with ``notation/impossible_position`` naming
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
@@ -458,7 +459,11 @@ def _labelled_values(tokens: Sequence[str]) -> dict[str, str]:
     return values
 
 
+@functools.lru_cache(maxsize=256)
 def _parse_rules(variant_text: str, players_text: str) -> Rules:
+    """The rules of a position's variant and players fields (cached: a server reading many
+    positions, a worker loading tables from their snapshots, sees the same few; ``Rules`` are
+    immutable, and a text that fails is not cached)."""
     preset_name, colon, options_text = variant_text.partition(":")
     try:
         preset = find_variant(preset_name)
@@ -549,11 +554,30 @@ def _parse_bits(field: str, text: str, players: int) -> tuple[bool, ...]:
     return tuple(bit == "1" for bit in text)
 
 
+_CARDS: dict[str, Card] = {}
+"""Card texts already read (a position holds every card of the pack: ``parse_card`` for each
+was most of the time spent reading one)."""
+_CARDS_KEPT = 4096
+
+
 def _parse_card(field: str, text: str) -> Card:
+    card = _CARDS.get(text)
+    if card is not None:
+        return card
     try:
-        return parse_card(text)
+        card = parse_card(text)
     except NotationError as exc:
         raise _bad(field, text, "not a card") from exc
+    if len(_CARDS) < _CARDS_KEPT:
+        _CARDS[text] = card
+    return card
+
+
+@functools.lru_cache(maxsize=64)
+def _pack(decks: int, jokers: int) -> tuple[tuple[Card, ...], frozenset[Card]]:
+    """The cards of a pack, in order and as a set."""
+    pack = tuple(make_deck(decks, jokers))
+    return pack, frozenset(pack)
 
 
 def _parse_declared(field: str, text: str) -> tuple[Card, Face]:
@@ -570,7 +594,11 @@ def _parse_declared(field: str, text: str) -> tuple[Card, Face]:
 def _parse_cards(field: str, text: str) -> tuple[Card, ...]:
     if text == _NONE:
         return ()
-    return tuple(_parse_card(field, item) for item in text.split("."))
+    items = text.split(".")
+    cards = tuple(map(_CARDS.get, items))  # each card read before, in one pass in C
+    if None in cards:
+        cards = tuple(_parse_card(field, item) for item in items)
+    return cards  # type: ignore[return-value]
 
 
 def _parse_hands(field: str, text: str, players: int) -> tuple[tuple[Card, ...], ...]:
@@ -632,8 +660,7 @@ class _Reader:
         self.rules = rules
         self.players = rules.players
         self.fields = fields
-        self.pack = make_deck(rules.decks, rules.jokers)
-        self.pack_set = frozenset(self.pack)
+        self.pack, self.pack_set = _pack(rules.decks, rules.jokers)
         self.placed: dict[Card, str] = {}
         """Each card written in hands, stock, pile or melds, and the field it is in."""
 

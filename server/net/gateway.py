@@ -389,7 +389,7 @@ class Gateway:
                 deadline=deadline,
                 status=table.status,
             )
-            self.transport.publish(topics.inbox(player), encode(update), qos=1)
+            self.transport.publish(topics.inbox(player), encode(update), qos=INBOX_QOS)
 
     def forget(self, table_id: str) -> None:
         """Another worker serves ``table_id`` now: forget what was kept about it here (its

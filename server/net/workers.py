@@ -68,7 +68,7 @@ from server.net.gateway import Gateway
 from server.net.leases import CHANNEL, Leases, chunks, fair_share
 from server.tables.errors import StoreError
 from server.tables.postgres_store import Fence, PostgresStore
-from server.tables.service import TableService
+from server.tables.service import TableService, TablesRead
 
 __all__ = ["DEFAULT_TTL", "Worker", "WorkerError"]
 
@@ -86,9 +86,15 @@ MOVE_SECONDS = 10.0
 """Longest a worker keeps the commands of tables it asked for before giving up on them."""
 PARKED_CHUNK = 5000
 """Parked tables of stopped workers taken in one balancer pass at most."""
-LOAD_CHUNK = 100
-"""Tables loaded together when taking tables over (two queries, then their folds, which keep
-the event loop busy: a small chunk lets commands and renewals in between)."""
+READ_CHUNK = 1000
+"""Tables read in one query when taking tables over (the next chunk is read while the last is
+built)."""
+LOAD_CHUNK = 10
+"""Tables built and republished together when taking tables over, between two looks at the
+clock."""
+LOAD_SLICE = 0.01
+"""Seconds of building tables after which the event loop is let go once (the folds keep it
+busy: short slices let commands and the lease renewals in between)."""
 
 
 class WorkerError(StoreError):
@@ -529,25 +535,55 @@ class Worker:
         task.add_done_callback(self._loads.discard)
 
     async def _load(self, table_ids: list[str], started: float) -> None:
-        """Load adopted tables a chunk at a time, starting their timers, and republish them
+        """Load adopted tables, starting their timers, and republish them: ``READ_CHUNK``
+        tables a query, the next chunk read while the last is built ``LOAD_CHUNK`` at a time
         (a table that fails to load is loaded by its next command)."""
-        for chunk in chunks(table_ids, LOAD_CHUNK):
-            mine = [table_id for table_id in chunk if table_id in self.tables]
-            try:
-                actors = await self.service.adopt(mine)
-            except Exception:  # the database may be back for the next chunk
-                _log.exception("loading %d adopted table(s) failed", len(mine))
-                continue
-            for actor in actors:
-                if actor.table.table_id in self.tables:
-                    self.gateway.adopted(actor)
-            await asyncio.sleep(0)  # let commands and renewals run between chunks
+        service = self.service
+        cpu = time.process_time()
+        batches = list(chunks(table_ids, READ_CHUNK))
+
+        def read(index: int) -> asyncio.Future[TablesRead] | None:
+            if index >= len(batches):
+                return None
+            mine = [table_id for table_id in batches[index] if table_id in self.tables]
+            return asyncio.ensure_future(service.read(mine))
+
+        reading = read(0)
+        try:
+            for index, batch in enumerate(batches):
+                assert reading is not None
+                try:
+                    done = await reading
+                except Exception:  # the database may be back for the next chunk
+                    _log.exception("reading %d adopted table(s) failed", len(batch))
+                    reading = read(index + 1)
+                    continue
+                reading = read(index + 1)
+                try:
+                    slice_start = time.perf_counter()
+                    for chunk in chunks(batch, LOAD_CHUNK):
+                        mine = [table_id for table_id in chunk if table_id in self.tables]
+                        for actor in service.adopt_read(done, mine):
+                            if actor.table.table_id in self.tables:
+                                self.gateway.adopted(actor)
+                        if time.perf_counter() - slice_start >= LOAD_SLICE:
+                            # Commands and renewals run in between: a renewal takes a few
+                            # turns of the loop, and must not wait for many slices.
+                            await asyncio.sleep(0)
+                            slice_start = time.perf_counter()
+                finally:
+                    service.release(done)
+        finally:
+            if reading is not None:
+                reading.cancel()
+                with contextlib.suppress(BaseException):
+                    await reading
         # Counted with those a command loaded first.
-        adopted = sum(1 for table_id in table_ids if table_id in self.service.actors)
+        adopted = sum(1 for table_id in table_ids if table_id in service.actors)
         self.adopted += adopted
         self.announce(
             f"ramino: worker {self.name} took over {adopted} table(s) in "
-            f"{time.perf_counter() - started:.2f} s"
+            f"{time.perf_counter() - started:.2f} s ({time.process_time() - cpu:.2f} s of CPU)"
         )
 
     async def _drop(self, table_ids: list[str]) -> None:

@@ -57,7 +57,7 @@ from server.tables.records import (
     decode_record,
     encode_record,
 )
-from server.tables.store import EventStore, NewEvent, Snapshot, StoredEvent, TableSummary
+from server.tables.store import EventStore, NewEvent, TableSummary, Tail
 from server.tables.table import (
     CreateTable,
     Ready,
@@ -82,8 +82,10 @@ __all__ = [
     "Outbox",
     "Reply",
     "TableActor",
+    "build_table",
     "load_table",
     "load_tables",
+    "read_tails",
 ]
 
 OUTSIDER_REFUSALS = 256
@@ -178,41 +180,55 @@ async def load_table(store: EventStore, table_id: str) -> TableState:
     return table
 
 
+async def read_tails(store: EventStore, table_ids: Sequence[str]) -> dict[str, Tail]:
+    """What ``build_table`` needs for each of ``table_ids``: in one query when the store reads
+    many tables at once (PostgreSQL's ``read_tails``), else two reads a table. Tables with no
+    events are left out."""
+    many = getattr(store, "read_tails", None)
+    if many is not None:
+        tails: dict[str, Tail] = await many(table_ids)
+        return tails
+    found: dict[str, Tail] = {}
+    for table_id in table_ids:
+        snapshot = await store.latest_snapshot(table_id)
+        # From the snapshot's own event on: its time is the last event's when nothing follows.
+        rows = await store.read(table_id, after_seq=snapshot.seq - 1 if snapshot else 0)
+        if rows:
+            found[table_id] = Tail(
+                snapshot,
+                [row.seq for row in rows],
+                [row.at for row in rows],
+                [row.payload for row in rows],
+            )
+    return found
+
+
+def build_table(table_id: str, tail: Tail) -> tuple[TableState, float | None]:
+    """The table ``load_table`` rebuilds, from what ``read_tails`` read, and the time of its
+    last event."""
+    snapshot = tail.snapshot
+    table = (
+        _from_snapshot(table_id, snapshot.seq, snapshot.payload)
+        if snapshot is not None
+        else empty_table(table_id)
+    )
+    seq = table.seq
+    for row_seq, payload in zip(tail.seqs, tail.payloads):
+        if row_seq > seq:
+            table = fold(table, decode_record(payload), row_seq)
+    return table, (tail.ats[-1] if tail.ats else None)
+
+
 async def load_tables(
     store: EventStore, table_ids: Sequence[str]
 ) -> dict[str, tuple[TableState, float | None]]:
-    """Many tables as ``load_table`` rebuilds them, each with the time of its last event: in
-    two queries when the store reads many tables at once (PostgreSQL), else one by one.
-    Tables with no events are left out."""
+    """Many tables as ``load_table`` rebuilds them, each with the time of its last event (see
+    ``read_tails``). Tables with no events are left out."""
     loaded: dict[str, tuple[TableState, float | None]] = {}
-    snapshots = getattr(store, "latest_snapshots", None)
-    read_many = getattr(store, "read_many", None)
-    if snapshots is None or read_many is None:
-        for table_id in table_ids:
-            table = await load_table(store, table_id)
-            if table.seq:
-                rows = await store.read(table_id, after_seq=max(0, table.seq - 1))
-                loaded[table_id] = (table, rows[-1].at if rows else None)
-        return loaded
-    found: dict[str, Snapshot] = await snapshots(table_ids)
-    # From the snapshot's own event on: its time is the last event's when nothing follows.
-    after = {
-        table_id: (found[table_id].seq - 1 if table_id in found else 0) for table_id in table_ids
-    }
-    tails: dict[str, list[StoredEvent]] = await read_many(after)
-    for table_id in table_ids:
-        rows = tails.get(table_id, [])
-        snapshot = found.get(table_id)
-        table = (
-            _from_snapshot(table_id, snapshot.seq, snapshot.payload)
-            if snapshot is not None
-            else empty_table(table_id)
-        )
-        for row in rows:
-            if row.seq > table.seq:
-                table = fold(table, decode_record(row.payload), row.seq)
+    for table_id, tail in (await read_tails(store, table_ids)).items():
+        table, last_at = build_table(table_id, tail)
         if table.seq:
-            loaded[table_id] = (table, rows[-1].at if rows else None)
+            loaded[table_id] = (table, last_at)
     return loaded
 
 

@@ -15,17 +15,27 @@ from __future__ import annotations
 import asyncio
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from server.engine import Command
-from server.tables.actor import Outbox, Reply, TableActor, load_tables
-from server.tables.store import EventStore
+from server.tables.actor import Outbox, Reply, TableActor, build_table, read_tails
+from server.tables.store import EventStore, Tail
 from server.tables.table import CreateTable, TableCommand, empty_table
 from server.tables.timers import NO_TIMER_METRICS, Clock, SystemClock
 
-__all__ = ["TableService"]
+__all__ = ["TableService", "TablesRead"]
 
 _FINISHED = frozenset({"finished", "closed"})
+
+
+@dataclass(eq=False)
+class TablesRead:
+    """What ``TableService.read`` read for many tables, and those of them whose actor came or
+    went since the read began (``spoiled``: not to be built from it)."""
+
+    tails: dict[str, Tail]
+    spoiled: set[str]
 
 
 class TableService:
@@ -60,6 +70,7 @@ class TableService:
         self.metrics = NO_TIMER_METRICS
         self._unloading: dict[str, asyncio.Task[None]] = {}
         self._unloaded = asyncio.Condition()
+        self._reads: set[TablesRead] = set()
 
     async def start(self) -> list[str]:
         """Load and start every table that is not finished; return their ids."""
@@ -73,15 +84,48 @@ class TableService:
 
     async def adopt(self, table_ids: list[str], chunk: int = 1000) -> list[TableActor]:
         """Load and start the tables ``table_ids`` (another process served them), ``chunk``
-        at a time in a few queries each; their actors. Tables with no events are skipped."""
+        at a time in one query each; their actors. Tables with no events are skipped."""
         actors: list[TableActor] = []
         for start in range(0, len(table_ids), chunk):
             part = table_ids[start : start + chunk]
-            wanted = [table_id for table_id in part if table_id not in self.actors]
-            loaded = await load_tables(self.store, wanted)
-            for table_id, (table, last_at) in loaded.items():
-                if table_id in self.actors or table_id in self._loading:
-                    continue  # loaded meanwhile by a command
+            read = await self.read(part)
+            try:
+                actors.extend(self.adopt_read(read, part))
+            finally:
+                self.release(read)
+        return actors
+
+    async def read(self, table_ids: Sequence[str]) -> TablesRead:
+        """Read what loads ``table_ids`` (``read_tails``), for ``adopt_read``; ``release`` it
+        after. A table not yet served here is kept in memory."""
+        read = TablesRead({}, set())
+        self._reads.add(read)
+        try:
+            wanted = [table_id for table_id in table_ids if table_id not in self.actors]
+            read.tails = await read_tails(self.store, wanted)
+        except BaseException:
+            self._reads.discard(read)
+            raise
+        return read
+
+    def adopt_read(self, read: TablesRead, table_ids: Sequence[str]) -> list[TableActor]:
+        """Build and start the actors of ``table_ids`` from ``read`` (no I/O: the caller picks
+        how many to build between two awaits); the actors of those of ``table_ids`` that are
+        served here, old or new. A table loaded, unloaded or dropped since ``read`` began is
+        not built from it (what was read may be older than its log)."""
+        actors: list[TableActor] = []
+        for table_id in table_ids:
+            actor = self.actors.get(table_id)
+            if actor is None:
+                tail = read.tails.get(table_id)
+                if (
+                    tail is None
+                    or table_id in read.spoiled
+                    or table_id in self._loading
+                    or table_id in self._unloading
+                ):
+                    continue
+                table, last_at = build_table(table_id, tail)
                 actor = TableActor(
                     table,
                     self.store,
@@ -99,14 +143,23 @@ class TableService:
                 actor.metrics = self.metrics
                 actor.start()
                 self.actors[table_id] = actor
-            actors.extend(
-                self.actors[t] for t in table_ids[start : start + chunk] if t in self.actors
-            )
+            actors.append(actor)
         return actors
+
+    def release(self, read: TablesRead) -> None:
+        """``read`` is no longer used: stop tracking what spoils it."""
+        self._reads.discard(read)
+
+    def _spoil(self, table_id: str) -> None:
+        """``table_id``'s actor comes or goes: what any ``read`` under way holds of it is not
+        to be used."""
+        for read in self._reads:
+            read.spoiled.add(table_id)
 
     async def drop(self, table_id: str) -> None:
         """Stop ``table_id``'s actor and forget it (another process serves the table now;
         ``on_unload`` is not told)."""
+        self._spoil(table_id)
         loading = self._loading.get(table_id)
         if loading is not None:
             await asyncio.wait({loading})
@@ -137,6 +190,7 @@ class TableService:
         if self.actors.get(table_id) is not actor or not actor.quiet:
             return
         del self.actors[table_id]
+        self._spoil(table_id)
         task = asyncio.create_task(self._unload(table_id, actor), name=f"unload-{table_id}")
         self._unloading[table_id] = task
 
@@ -159,6 +213,7 @@ class TableService:
         reply = await actor.submit(host, command, command_id)
         if actor.table.created is None and self.actors.get(table_id) is actor:
             del self.actors[table_id]  # refused: no table was made
+            self._spoil(table_id)
             await actor.stop()
         return table_id, reply
 
@@ -200,6 +255,7 @@ class TableService:
             return actor
         loading = self._loading.get(table_id)
         if loading is None:
+            self._spoil(table_id)
             loading = asyncio.ensure_future(self._load(table_id))
             self._loading[table_id] = loading
             loading.add_done_callback(lambda _: self._loading.pop(table_id, None))

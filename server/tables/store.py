@@ -30,6 +30,7 @@ __all__ = [
     "StoreStats",
     "StoredEvent",
     "TableSummary",
+    "Tail",
     "open_store",
     "store_options",
 ]
@@ -58,6 +59,16 @@ class Snapshot(msgspec.Struct, frozen=True):
     table_id: str
     seq: int
     payload: bytes
+
+
+class Tail(msgspec.Struct, frozen=True):
+    """What loading a table reads: its latest snapshot (if any) and the events from the
+    snapshot's own event on (all of them without a snapshot), as parallel lists."""
+
+    snapshot: Snapshot | None
+    seqs: list[int]
+    ats: list[float]
+    payloads: list[bytes]
 
 
 @dataclass

@@ -137,10 +137,67 @@ def empty_table(table_id: str) -> TableState:
     return TableState(table_id)
 
 
+_TABLE_EVENTS = (
+    TableCreated,
+    PlayerSat,
+    PlayerStood,
+    GameStarted,
+    TimedOut,
+    SeatBack,
+    DeckCommitted,
+    DeckRevealed,
+    PlayerReady,
+    TableClosed,
+)
+"""The records of the table itself; the others are the game's."""
+
+_FIELDS = (
+    "table_id",
+    "seq",
+    "created",
+    "seats",
+    "game_number",
+    "game",
+    "salt",
+    "deck",
+    "timeouts",
+    "ready",
+    "closed",
+)
+assert _FIELDS == tuple(field.name for field in dataclasses.fields(TableState)), (
+    "_moved passes TableState's fields by position: update it with them"
+)
+
+
+def _moved(table: TableState, seq: int, game: State) -> TableState:
+    """``table`` at ``seq`` with ``game``: ``dataclasses.replace`` written out, which takes a
+    third of the time (loading a table folds every game event after its snapshot)."""
+    return TableState(
+        table.table_id,
+        seq,
+        table.created,
+        table.seats,
+        table.game_number,
+        game,
+        table.salt,
+        table.deck,
+        table.timeouts,
+        table.ready,
+        table.closed,
+    )
+
+
 def fold(table: TableState, record: Record, seq: int) -> TableState:
     """Apply one record (the ``seq``-th of the log). Never fails on records the actor wrote."""
-    replace = dataclasses.replace
     event = record.event
+    if not isinstance(event, _TABLE_EVENTS):  # most records: the game's, on their fast path
+        state = table.game
+        assert state is not None
+        if isinstance(event, Dealt):
+            dealt = evolve(state, event)
+            return dataclasses.replace(table, seq=seq, game=dealt, deck=event.order, ready=())
+        return _moved(table, seq, evolve(state, event))
+    replace = dataclasses.replace
     match event:
         case TableCreated(seats=count):
             return replace(table, seq=seq, created=event, seats=("",) * count)
@@ -178,11 +235,7 @@ def fold(table: TableState, record: Record, seq: int) -> TableState:
             return replace(table, seq=seq, ready=ready[:seat] + (True,) + ready[seat + 1 :])
         case TableClosed():
             return replace(table, seq=seq, closed=True)
-    assert table.game is not None
-    if isinstance(event, Dealt):
-        dealt = evolve(table.game, event)
-        return replace(table, seq=seq, game=dealt, deck=event.order, ready=())
-    return replace(table, seq=seq, game=evolve(table.game, event))
+    raise AssertionError(f"a table record with no case: {event!r}")  # pragma: no cover
 
 
 def _require_created(table: TableState) -> TableCreated:

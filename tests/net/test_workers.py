@@ -595,7 +595,7 @@ async def _last_seq(store: str, table: str) -> int:
 async def test_tables_loaded_together_equal_tables_loaded_one_by_one(
     postgres_url: str,
 ) -> None:
-    """What a worker taking tables over loads in two queries (snapshot and tail) is what
+    """What a worker taking tables over loads in one query (snapshot and tail) is what
     ``load_table`` rebuilds for each table, with the time of its last event."""
     store = await PostgresStore.open(postgres_url)
     try:

@@ -7,7 +7,7 @@ import asyncio
 import random
 
 from server.engine import DrawStock, is_over, legal_actions, to_move
-from server.tables.actor import TableActor
+from server.tables.actor import TableActor, load_table
 from server.tables.replay import read_rows, verify_deals
 from server.tables.service import TableService
 from server.tables.store import EventStore
@@ -127,3 +127,64 @@ async def test_a_game_dealt_from_the_csprng_replays_exactly_from_its_log(
     checks = verify_deals(rows, game=1)
     assert checks
     assert {"ok"} == {check.status for check in checks}
+
+
+async def _move(service: TableService, table_id: str, command_id: str) -> None:
+    """Make the first legal move of whoever is to move at ``table_id``."""
+    actor = await service.actor(table_id)
+    assert actor is not None
+    assert actor.table.game is not None
+    game = actor.table.game
+    seat = to_move(game)
+    command = legal_actions(game, seat)[0]
+    reply = await service.submit(table_id, actor.table.seats[seat], command, command_id)
+    assert reply.ok
+
+
+async def test_tables_read_together_are_built_as_their_logs_say(store: EventStore) -> None:
+    """``read`` then ``adopt_read`` (a worker taking tables over) give each table the state
+    ``load_table`` rebuilds from its log; a table with no events is left out; a table already
+    served keeps its actor."""
+    first = TableService(store, RecordingOutbox(store), rng=random.Random(4))
+    playing = await _open(first, "basic")
+    for step in range(3):
+        await _move(first, playing, f"m{step}")
+    waiting, reply = await first.create("p0", CreateTable(variant="gin", seats=2))
+    assert reply.ok
+    await first.stop()
+    second = TableService(store, RecordingOutbox(store), rng=random.Random(5))
+    wanted = [playing, waiting, "missing"]
+    read = await second.read(wanted)
+    try:
+        actors = second.adopt_read(read, wanted)
+        assert [playing, waiting] == [actor.table.table_id for actor in actors]
+        for actor in actors:
+            assert await load_table(store, actor.table.table_id) == actor.table
+        assert actors == second.adopt_read(read, wanted)  # the same actors, not new ones
+    finally:
+        second.release(read)
+    await _move(second, playing, "after")  # the adopted actor plays on
+    await second.stop()
+
+
+async def test_a_table_whose_actor_came_and_went_during_a_read_is_not_built_from_it(
+    store: EventStore,
+) -> None:
+    """A table loaded by a command while it was being read, which then moved on and left
+    memory, is not rebuilt from the older read: its next command loads it from the log."""
+    first = TableService(store, RecordingOutbox(store), rng=random.Random(6))
+    table_id = await _open(first, "basic")
+    await first.stop()
+    second = TableService(store, RecordingOutbox(store), rng=random.Random(7))
+    read = await second.read([table_id])
+    try:
+        await _move(second, table_id, "meanwhile")  # loads the table, appends
+        await second.drop(table_id)
+        assert [] == second.adopt_read(read, [table_id])
+        assert table_id not in second.actors
+    finally:
+        second.release(read)
+    actor = await second.actor(table_id)
+    assert actor is not None
+    assert await load_table(store, table_id) == actor.table
+    await second.stop()
