@@ -60,7 +60,7 @@ from server.engine import (
     new_game,
     to_move,
 )
-from server.engine.solver import best_melds, deadwood
+from server.engine.solver import Solver, best_melds, deadwood
 from server.simulation import simulate
 
 OUR_GIN_OPTIONS: dict[str, object] = {"deals": 1, "undercut_on_tie": False, "big_gin_bonus": 0}
@@ -314,8 +314,15 @@ class SolverRates:
     """The solver figures the targets are judged on (median solves/s of the repeats)."""
 
     deadwood10: float
+    """``Solver(rules, values).deadwood`` on the 10-card Gin hands (bound like OpenSpiel's
+    ``GinRummyUtils(...).min_deadwood``)."""
     openspiel10: float
     best_melds10: float
+    """``Solver(rules, values).best_melds`` on the same hands."""
+    module_deadwood10: float
+    """The module function ``deadwood(hand, rules, values)`` on the same hands."""
+    module_best_melds10: float
+    """The module function ``best_melds(hand, rules, values)`` on the same hands."""
     ramino: float
     """``deadwood`` on 13-card ramino hands, fresh hands in every repeat."""
     ramino_again: float
@@ -353,15 +360,19 @@ def solver_table(seed: int, repeats: int, counts: tuple[int, int, int]) -> Solve
     )
     gin_rules, gin_values = gin.meld_rules, gin.values
     ramino_rules, ramino_values = ramino.meld_rules, ramino.values
+    # Bound to the rules once, as OpenSpiel's ``utils`` is bound to its game's sizes.
+    gin_solver = Solver(gin_rules, gin_values)
     rows: list[tuple[str, Callable[[Any], object], list[Sequence[Any]]]] = [
+        ("ours, 10 cards, 1 deck, ace low, Gin values", gin_solver.deadwood, [gin10] * repeats),
+        ("OpenSpiel min_deadwood, same 10-card hands", utils.min_deadwood, [os10] * repeats),
+        ("ours best_melds, same 10-card hands", gin_solver.best_melds, [gin10] * repeats),
         (
-            "ours, 10 cards, 1 deck, ace low, Gin values",
+            "  deadwood(hand, rules, values), same hands",
             lambda hand: deadwood(hand, gin_rules, gin_values),
             [gin10] * repeats,
         ),
-        ("OpenSpiel min_deadwood, same 10-card hands", utils.min_deadwood, [os10] * repeats),
         (
-            "ours best_melds, same 10-card hands",
+            "  best_melds(hand, rules, values), same hands",
             lambda hand: best_melds(hand, gin_rules, gin_values),
             [gin10] * repeats,
         ),
@@ -387,7 +398,7 @@ def solver_table(seed: int, repeats: int, counts: tuple[int, int, int]) -> Solve
         ),
     ]
     # Warm-up: tables built before timing; the ramino memo sees one batch of other hands.
-    for _, solve, batches in rows[:4]:
+    for _, solve, batches in rows[:6]:
         for hand in batches[0][:100]:
             solve(hand)
     for hand in ramino_warmup:
@@ -404,12 +415,18 @@ def solver_table(seed: int, repeats: int, counts: tuple[int, int, int]) -> Solve
         print(f"{name:46} {len(batches[0]):>7,} {medians[name]:>11,.0f} {spread:>17}")
     names = [name for name, *_ in rows]
     result = SolverRates(
-        *(medians[name] for name in names[:3]), *(medians[name] for name in names[4:])
+        *(medians[name] for name in names[:5]), *(medians[name] for name in names[6:])
     )
     print(
-        f"ours/OpenSpiel on 10-card hands: {result.deadwood10 / result.openspiel10:.2f}x; "
+        f"ours/OpenSpiel on 10-card hands: {result.deadwood10 / result.openspiel10:.2f}x "
+        f"(module function {result.module_deadwood10 / result.openspiel10:.2f}x); "
         f"deadwood disagreements: {disagree} of {len(gin10):,}; "
-        f"deadwood/best_melds: {result.deadwood10 / result.best_melds10:.2f}x"
+        f"deadwood/best_melds: {result.deadwood10 / result.best_melds10:.2f}x "
+        f"(module functions {result.module_deadwood10 / result.module_best_melds10:.2f}x)"
+    )
+    print(
+        "(the first rows call a Solver(rules, values) made once, as OpenSpiel's rows call a "
+        "GinRummyUtils made once; the indented rows call the module functions)"
     )
     print(
         "(ramino: ace high or low, min_natural 2, ace 15, joker 30; "
@@ -458,11 +475,13 @@ def targets(gin: dict[str, float], solver: SolverRates, seed: int) -> None:
     def gin_work() -> object:
         return our_hands(200, seed)
 
+    gin_solver = Solver(gin_rules.meld_rules, gin_rules.values)
+
     def deadwood_work() -> object:
-        return [deadwood(hand, gin_rules.meld_rules, gin_rules.values) for hand in hands10]
+        return [gin_solver.deadwood(hand) for hand in hands10]
 
     def best_melds_work() -> object:
-        return [best_melds(hand, gin_rules.meld_rules, gin_rules.values) for hand in hands10]
+        return [gin_solver.best_melds(hand) for hand in hands10]
 
     def ramino_work() -> object:
         return [deadwood(hand, ramino.meld_rules, ramino.values) for hand in hands13]
