@@ -1792,17 +1792,25 @@ def _bind_deadwood(context: _Context) -> Callable[[Iterable[Card]], int]:
         )
         if not ranks:  # no rank in three suits: no set, so the suits are independent
             return best
-        if ranks & (ranks - 1) or ranks & clubs & diamonds & hearts & spades or long_sets:
+        if ranks & (ranks - 1) or long_sets:
             return _deadwood_with_sets(context, mask, ranks)
-        # One rank held in exactly three suits: its one set, or no set. (Suit-local masks keep
-        # the operands small non-negative integers, which CPython handles fastest.)
+        # One rank held in three suits or four: no set, or a set of its cards in three or four
+        # suits, each taking the rank off the suits it uses. (Suit-local masks keep the
+        # operands small non-negative integers, which CPython handles fastest.)
         keep = _SUIT_MASK ^ ranks
-        total = (
-            clubs_table[clubs & keep]
-            + diamonds_table[diamonds & keep]
-            + hearts_table[hearts & keep]
-            + spades_table[spades & keep]
-        )
+        clubs_left = clubs_table[clubs & keep]
+        diamonds_left = diamonds_table[diamonds & keep]
+        hearts_left = hearts_table[hearts & keep]
+        spades_left = spades_table[spades & keep]
+        total = clubs_left + diamonds_left + hearts_left + spades_left
+        if ranks & clubs & diamonds & hearts & spades:  # the best of four and three cards
+            total += min(
+                0,
+                clubs_table[clubs] - clubs_left,
+                diamonds_table[diamonds] - diamonds_left,
+                hearts_table[hearts] - hearts_left,
+                spades_table[spades] - spades_left,
+            )
         return total if total < best else best
 
     return deadwood_of
