@@ -312,6 +312,10 @@ def solve_rate(solve: Callable[[Any], object], hands: Sequence[Any]) -> tuple[fl
     return len(hands) / (time.perf_counter() - start), len(hands) / cpu if cpu else float("inf")
 
 
+SOLVER_CHUNKS = 10
+"""Slices of a repeat's hands that the solver rows take turns on."""
+
+
 @dataclass
 class SolverRates:
     """The solver figures the targets are judged on (median solves/s of the repeats)."""
@@ -422,11 +426,23 @@ def solver_table(seed: int, repeats: int, counts: tuple[int, int, int]) -> Solve
     )
     rates: dict[str, list[float]] = {name: [] for name, *_ in rows}
     cpu_rates: dict[str, list[float]] = {name: [] for name, *_ in rows}
+    # Each repeat is cut into SOLVER_CHUNKS slices, and the rows take turns slice by slice, so
+    # that a change of the machine's load during the repeat falls on every row alike.
     for repeat in range(repeats):
-        for name, solve, batches in rows:
-            wall, cpu = solve_rate(solve, batches[repeat])
-            rates[name].append(wall)
-            cpu_rates[name].append(cpu)
+        wall_times = dict.fromkeys(rates, 0.0)
+        cpu_times = dict.fromkeys(rates, 0.0)
+        for chunk in range(SOLVER_CHUNKS):
+            for name, solve, batches in rows:
+                hands = batches[repeat]
+                size = -(-len(hands) // SOLVER_CHUNKS)
+                part = hands[chunk * size : (chunk + 1) * size]
+                if part:
+                    wall, cpu = solve_rate(solve, part)
+                    wall_times[name] += len(part) / wall
+                    cpu_times[name] += len(part) / cpu
+        for name, _, batches in rows:
+            rates[name].append(len(batches[repeat]) / wall_times[name])
+            cpu_rates[name].append(len(batches[repeat]) / cpu_times[name])
     print(f"{'hand kind':46} {'hands':>7} {'solves/s':>11} {'min-max':>17} {'CPU solves/s':>13}")
     medians: dict[str, float] = {}
     for name, _, batches in rows:
