@@ -2,7 +2,9 @@
 
 Run with ``python -m bench.solver [--hands N] [--seed S]``. Every hand kind is timed on fresh,
 seeded random hands (single thread); the oracle (every set of disjoint melds from
-``enumerate_melds``) is timed on the first hands of the same list, as a same-run reference.
+``enumerate_melds``) is timed on the first hands of the same list, as a same-run reference,
+and the solver's least deadwood is compared with the oracle's on those hands (column
+``differ``; it must be 0).
 
 ``python -m bench.solver --against FILE`` instead compares ``deadwood`` of another version of
 ``server/engine/solver.py`` (say ``git show REV:server/engine/solver.py > /tmp/old.py``) with
@@ -14,6 +16,7 @@ twice), both solvers on the same hands, interleaved, timed by ``time.process_tim
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import random
 import statistics
@@ -21,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from protocol.cards import JOKER, Card, card_face, make_deck
 from server.engine import make_rules, solver
@@ -91,6 +95,20 @@ def rate(function: Callable[[Hand], object], hands: Sequence[Hand]) -> float:
         function(hand)
     elapsed = time.perf_counter() - start
     return len(hands) / elapsed if elapsed else float("inf")
+
+
+def _record(function: Callable[[Hand], object], answers: list[object], hand: Hand) -> None:
+    answers.append(function(hand))
+
+
+def least_of(answer: object) -> int:
+    """The least deadwood in a solver's answer: ``deadwood``'s number, the second item of
+    ``best_melds``' or ``best_discard``'s pair, the least of ``discard_deadwoods``' values."""
+    if isinstance(answer, int):
+        return answer
+    if isinstance(answer, dict):
+        return min(cast("dict[object, int]", answer).values())
+    return cast("tuple[object, int]", answer)[1]
 
 
 def knocker_melds(rng: random.Random) -> Callable[[Hand], object]:
@@ -301,18 +319,31 @@ def main() -> None:
         against(arguments.against, arguments.batches, 5_000)
         return
     rng = random.Random(arguments.seed)
-    print(f"{'hand kind':48} {'solves/s':>10} {'target':>8} {'oracle/s':>10} {'ratio':>8}")
+    print(
+        f"{'hand kind':48} {'solves/s':>10} {'target':>8} {'oracle/s':>10} {'ratio':>8} "
+        f"{'differ':>11}"
+    )
+    differ_total = 0
     for kind in kinds(rng):
         count = arguments.hands if kind.size < 13 else max(1, arguments.hands // 10)
         hands = deal(rng, kind.deck, kind.size, count)
         fast = rate(kind.solve, hands)
         target = f"{kind.target:,}" if kind.target else "-"
         if kind.oracle is not None and kind.oracle_hands:
-            slow = rate(kind.oracle, hands[: kind.oracle_hands])
+            checked = hands[: kind.oracle_hands]
+            expected: list[object] = []
+            slow = rate(functools.partial(_record, kind.oracle, expected), checked)
+            differ = sum(
+                least_of(kind.solve(hand)) != answer
+                for hand, answer in zip(checked, expected, strict=True)
+            )
+            differ_total += differ
             oracle, ratio = f"{slow:10,.0f}", f"{fast / slow:7,.0f}x"
+            shown = f"{differ} of {len(checked)}"
         else:
-            oracle, ratio = f"{'-':>10}", f"{'-':>8}"
-        print(f"{kind.name:48} {fast:10,.0f} {target:>8} {oracle} {ratio}")
+            oracle, ratio, shown = f"{'-':>10}", f"{'-':>8}", "-"
+        print(f"{kind.name:48} {fast:10,.0f} {target:>8} {oracle} {ratio} {shown:>11}")
+    print(f"(differ: hands whose least deadwood differs from the oracle's; {differ_total} in all)")
 
 
 if __name__ == "__main__":

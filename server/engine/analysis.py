@@ -37,6 +37,7 @@ __all__ = [
     "best_melds",
     "check_meld",
     "deadwood",
+    "hand_solver",
     "is_valid_opening",
     "layoff_targets",
     "opening_value",
@@ -111,6 +112,24 @@ def deadwood(
         ValueError: ``values`` is not 53 non-negative values, or the hand repeats a card.
     """
     return solver.deadwood(hand, _meld_rules(rules), _values(rules, values))
+
+
+def hand_solver(rules: Rules | MeldRules, values: Sequence[int] | None = None) -> solver.Solver:
+    """``deadwood`` and ``best_melds`` bound to ``rules`` (and ``values``, which default to
+    ``rules.values``): the same answers, without looking up the solver's tables on every call.
+    For callers that solve many hands under one set of rules (rollouts, analyses of many deals).
+
+    >>> from protocol.cards import parse_cards
+    >>> from server.engine.variants import make_rules
+    >>> gin = hand_solver(make_rules("gin"))
+    >>> gin.deadwood(parse_cards("7H 8H 9H 9C KS"))   # 9 + 10
+    19
+
+    Raises:
+        TypeError: ``rules`` is a ``MeldRules`` and no ``values`` are given.
+        ValueError: ``values`` is not 53 non-negative values.
+    """
+    return solver.Solver(_meld_rules(rules), _values(rules, values))
 
 
 def best_discard(

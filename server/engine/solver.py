@@ -53,6 +53,7 @@ from server.engine.melds import (
 )
 
 __all__ = [
+    "Solver",
     "best_discard",
     "best_layoff_deadwood",
     "best_melds",
@@ -342,8 +343,11 @@ class _Context:
     """The tables for one ``(rules, values)`` pair, and the fast path's memo."""
 
     __slots__ = (
+        "best_melds",
         "by_lowest",
+        "deadwood",
         "joker_value",
+        "long_sets",
         "melds",
         "memo",
         "outcomes",
@@ -361,6 +365,8 @@ class _Context:
         self.rules = rules
         self.values = values
         self.joker_value = values[JOKER]
+        self.long_sets = self.tables.set_need > 3
+        """Three cards of a rank are no set (``min_natural`` 4 or more)."""
         self.by_lowest: tuple[tuple[tuple[int, int], ...], ...] = tuple(
             tuple((mask, _mask_value(mask, values)) for mask in masks)
             for masks in self.tables.melds_by_lowest
@@ -385,6 +391,10 @@ class _Context:
         )
         """Per suit and rank mask: the runs the tie rule picks (``suit_melds``), sorted; None
         until first asked for."""
+        self.deadwood = _bind_deadwood(self)
+        """``deadwood`` for these rules and values."""
+        self.best_melds = _bind_best_melds(self)
+        """``best_melds`` for these rules and values."""
 
     def search(self, jokers: int) -> _Search:
         """The general path's search for hands of ``jokers`` jokers, kept across hands (its
@@ -1692,6 +1702,46 @@ def _by_gaps(item: tuple[tuple[int, int], int]) -> tuple[int, int, int]:
 # --- Public API ---------------------------------------------------------------------------------
 
 
+class Solver:
+    """``deadwood`` and ``best_melds`` bound to one pair of meld rules and card values.
+
+    The module functions of the same names look up the solver's tables for their ``rules`` and
+    ``values`` on every call; a ``Solver`` does it once, which shows when a caller solves many
+    hands under the same rules (a bot's rollouts, an analysis of many deals). Its answers are
+    the module functions' own.
+
+    >>> from protocol.cards import parse_cards
+    >>> gin = tuple(min(face % 13 + 1, 10) for face in range(52)) + (0,)
+    >>> solver = Solver(MeldRules(), gin)
+    >>> solver.deadwood(parse_cards("7H 8H 9H 9C KS"))
+    19
+    >>> melds, left = solver.best_melds(parse_cards("7H 8H 9H 9C KS"))
+    >>> [str(meld) for meld in melds], left
+    (['7H 8H 9H'], 19)
+
+    Raises:
+        ValueError: ``values`` is not 53 non-negative values (when made); the hand repeats a
+            card (when called).
+    """
+
+    __slots__ = ("best_melds", "deadwood", "rules", "values")
+
+    def __init__(self, rules: MeldRules, values: Sequence[int]) -> None:
+        context = _context(rules, values)
+        self.rules = rules
+        self.values: tuple[int, ...] = context.values
+        self.deadwood: Callable[[Iterable[Card]], int] = context.deadwood
+        """The least deadwood of a hand (``deadwood``)."""
+        self.best_melds: Callable[[Iterable[Card]], tuple[tuple[Meld, ...], int]] = (
+            context.best_melds
+        )
+        """The melds of a partition with the least deadwood, and that deadwood
+        (``best_melds``)."""
+
+    def __repr__(self) -> str:
+        return f"Solver({self.rules!r}, {self.values!r})"
+
+
 def deadwood(hand: Iterable[Card], rules: MeldRules, values: Sequence[int]) -> int:
     """The least deadwood of ``hand``: the value of the cards left out of the best melds.
 
@@ -1700,33 +1750,70 @@ def deadwood(hand: Iterable[Card], rules: MeldRules, values: Sequence[int]) -> i
     >>> deadwood(parse_cards("7H 8H 9H 9C KS"), MeldRules(), gin)  # 9C and KS left over
     19
 
+    Many calls with the same rules and values go faster through ``Solver(rules,
+    values).deadwood``, which skips the look-up of the tables.
+
     Raises:
         ValueError: ``values`` is not 53 non-negative values, or the hand repeats a card.
     """
-    # The usual case, the context used last, is checked inline, and so is a one-deck hand
-    # without jokers (every Gin Rummy hand): one bit per card, all below bit 52.
+    # The usual case, the context used last, is checked inline.
     context = _last if rules is _last_rules and values is _last_values else _context(rules, values)
-    cards = hand if type(hand) is tuple else tuple(hand)
-    try:
-        mask = sum(map(_SPLIT_BIT, cards))
-    except KeyError:  # not a card, or a card of a third deck
-        return _deadwood_beyond_two_decks(context, cards)
-    if mask > _FACES or mask.bit_count() != len(cards):
-        return _deadwood_of_two_decks(context, cards, mask)
-    clubs = mask & _SUIT_MASK
-    diamonds = mask >> 13 & _SUIT_MASK
-    hearts = mask >> 26 & _SUIT_MASK
-    spades = mask >> 39
-    ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+    return context.deadwood(hand)
+
+
+def _bind_deadwood(context: _Context) -> Callable[[Iterable[Card]], int]:
+    """``deadwood`` for ``context``'s rules and values, with its tables in closure cells.
+
+    A one-deck hand without jokers (every Gin Rummy hand: one bit per card, all below bit 52)
+    is solved inline; the rest goes to the helpers below.
+    """
     clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
-    best = (
-        clubs_table[clubs] + diamonds_table[diamonds] + hearts_table[hearts] + spades_table[spades]
-    )
-    if not ranks:  # no rank in three suits: no set, so the suits are independent
-        return best
-    if ranks & (ranks - 1):
-        return _deadwood_with_sets(context, mask, ranks)
-    return _set_choice(context, mask, ranks.bit_length() - 1, best)[0]
+    split_bit = _SPLIT_BIT
+    long_sets = context.long_sets
+
+    def deadwood_of(hand: Iterable[Card]) -> int:
+        cards = hand if type(hand) is tuple else tuple(hand)
+        try:
+            mask = sum(map(split_bit, cards))
+        except KeyError:  # not a card, or a card of a third deck
+            return _deadwood_beyond_two_decks(context, cards)
+        if mask > _FACES or mask.bit_count() != len(cards):
+            return _deadwood_of_two_decks(context, cards, mask)
+        clubs = mask & _SUIT_MASK
+        diamonds = mask >> 13 & _SUIT_MASK
+        hearts = mask >> 26 & _SUIT_MASK
+        spades = mask >> 39
+        ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+        best = (
+            clubs_table[clubs]
+            + diamonds_table[diamonds]
+            + hearts_table[hearts]
+            + spades_table[spades]
+        )
+        if not ranks:  # no rank in three suits: no set, so the suits are independent
+            return best
+        if ranks & (ranks - 1) or long_sets:
+            return _deadwood_with_sets(context, mask, ranks)
+        # One rank held in three suits or four: no set, or a set of its cards in three or four
+        # suits, each taking the rank off the suits it uses. (Suit-local masks keep the
+        # operands small non-negative integers, which CPython handles fastest.)
+        keep = _SUIT_MASK ^ ranks
+        clubs_left = clubs_table[clubs & keep]
+        diamonds_left = diamonds_table[diamonds & keep]
+        hearts_left = hearts_table[hearts & keep]
+        spades_left = spades_table[spades & keep]
+        total = clubs_left + diamonds_left + hearts_left + spades_left
+        if ranks & clubs & diamonds & hearts & spades:  # the best of four and three cards
+            total += min(
+                0,
+                clubs_table[clubs] - clubs_left,
+                diamonds_table[diamonds] - diamonds_left,
+                hearts_table[hearts] - hearts_left,
+                spades_table[spades] - spades_left,
+            )
+        return total if total < best else best
+
+    return deadwood_of
 
 
 def _deadwood_of_two_decks(context: _Context, cards: tuple[Card, ...], bits: int) -> int:
@@ -1860,11 +1947,147 @@ def best_melds(
     Each meld is a ``Meld`` as ``check_meld`` builds it (canonical order, jokers declared); the
     melds are sorted by ``(cards, faces)``. Ties go by the rule in the module docstring.
 
+    Many calls with the same rules and values go faster through ``Solver(rules,
+    values).best_melds``, which skips the look-up of the tables.
+
     Raises:
         ValueError: ``values`` is not 53 non-negative values, or the hand repeats a card.
     """
     context = _last if rules is _last_rules and values is _last_values else _context(rules, values)
-    cards = hand if type(hand) is tuple else tuple(hand)
+    return context.best_melds(hand)
+
+
+def _bind_best_melds(
+    context: _Context,
+) -> Callable[[Iterable[Card]], tuple[tuple[Meld, ...], int]]:
+    """``best_melds`` for ``context``'s rules and values, with its tables in closure cells.
+
+    A one-deck hand without jokers whose sets are decided by one rank held in exactly three
+    suits (or no rank held in three) is solved inline; the rest goes to ``_best_melds_of``.
+    """
+    clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+    by_clubs, by_diamonds, by_hearts, by_spades = context.run_melds
+    suit_melds = context.suit_melds
+    known_meld = context.melds.get
+    split_bit = _SPLIT_BIT
+    long_sets = context.long_sets
+
+    def best_melds_of(hand: Iterable[Card]) -> tuple[tuple[Meld, ...], int]:
+        cards = hand if type(hand) is tuple else tuple(hand)
+        try:
+            mask = sum(map(split_bit, cards))
+        except KeyError:  # not a card, or a card of a third deck
+            return _best_melds_of(context, cards)
+        if mask > _FACES or mask.bit_count() != len(cards):
+            return _best_melds_of(context, cards)
+        clubs = mask & _SUIT_MASK
+        diamonds = mask >> 13 & _SUIT_MASK
+        hearts = mask >> 26 & _SUIT_MASK
+        spades = mask >> 39
+        ranks = clubs & diamonds & (hearts | spades) | hearts & spades & (clubs | diamonds)
+        least = (
+            clubs_table[clubs]
+            + diamonds_table[diamonds]
+            + hearts_table[hearts]
+            + spades_table[spades]
+        )
+        chosen = None
+        if ranks:
+            if ranks & (ranks - 1) or ranks & clubs & diamonds & hearts & spades or long_sets:
+                return _best_melds_with_sets(context, mask, ranks)
+            # One rank held in exactly three suits. Its set is in every optimal partition when
+            # it gives less deadwood than no set, in none when more; so the tie rule's scan
+            # picks that choice and, suit by suit, the runs ``suit_melds`` picks for the rest.
+            # When the two tie, the scan runs on the whole hand.
+            keep = _SUIT_MASK ^ ranks
+            total = (
+                clubs_table[clubs & keep]
+                + diamonds_table[diamonds & keep]
+                + hearts_table[hearts & keep]
+                + spades_table[spades & keep]
+            )
+            if total == least:
+                return _scan_best_melds(context, mask)
+            if total < least:
+                least = total
+                faces = mask & ranks * _SPREAD
+                chosen = known_meld(faces) or context.meld(faces)
+                clubs &= keep
+                diamonds &= keep
+                hearts &= keep
+                spades &= keep
+        clubs_runs = by_clubs[clubs]
+        if clubs_runs is None:
+            clubs_runs = suit_melds(0, clubs)
+        diamonds_runs = by_diamonds[diamonds]
+        if diamonds_runs is None:
+            diamonds_runs = suit_melds(1, diamonds)
+        hearts_runs = by_hearts[hearts]
+        if hearts_runs is None:
+            hearts_runs = suit_melds(2, hearts)
+        spades_runs = by_spades[spades]
+        if spades_runs is None:
+            spades_runs = suit_melds(3, spades)
+        # Runs of a lower suit hold lower cards, so the concatenation is sorted.
+        if chosen is None:
+            return clubs_runs + diamonds_runs + hearts_runs + spades_runs, least
+        # The set's first card is its clubs card, or its diamonds card when clubs lacks the
+        # rank: it goes after the runs of lower suits and before those of higher suits; when
+        # its suit has runs too, a sort places it among them.
+        if mask & ranks:  # the hand's clubs hold the rank
+            if not clubs_runs:
+                return (chosen,) + diamonds_runs + hearts_runs + spades_runs, least
+        elif not diamonds_runs:
+            return clubs_runs + (chosen,) + hearts_runs + spades_runs, least
+        found = (chosen, *clubs_runs, *diamonds_runs, *hearts_runs, *spades_runs)
+        return tuple(sorted(found, key=_CARDS)), least
+
+    return best_melds_of
+
+
+def _best_melds_with_sets(context: _Context, mask: int, ranks: int) -> tuple[tuple[Meld, ...], int]:
+    """``best_melds`` of a one-deck, joker-free face mask with the ranks in ``ranks`` held in
+    three suits or more (as ``_deadwood_with_sets``).
+
+    When one choice of sets gives the least deadwood, every optimal partition holds those sets,
+    so the tie rule's scan picks them and, suit by suit, the runs ``suit_melds`` picks for the
+    rest. When several tie, the scan runs on the whole hand.
+    """
+    clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
+    sets_of = context.tables.sets_of
+    choices = [(0, *sets_of[mask & _SPREAD << rank]) for rank in _bits(ranks)]
+    best = -1
+    tie = False
+    best_choice: tuple[int, ...] = ()
+    for chosen in itertools.product(*choices):
+        rest = mask
+        for faces in chosen:
+            rest ^= faces
+        total = (
+            clubs_table[rest & _SUIT_MASK]
+            + diamonds_table[rest >> 13 & _SUIT_MASK]
+            + hearts_table[rest >> 26 & _SUIT_MASK]
+            + spades_table[rest >> 39]
+        )
+        if best < 0 or total < best:
+            best, best_choice, tie = total, chosen, False
+        elif total == best:
+            tie = True
+    if tie:
+        return _scan_best_melds(context, mask)
+    rest = mask
+    found = []
+    for faces in best_choice:
+        if faces:
+            rest ^= faces
+            found.append(context.meld(faces))
+    for suit in range(4):
+        found.extend(context.runs(suit, rest >> (suit * _SUIT_BITS) & _SUIT_MASK))
+    return tuple(sorted(found, key=_CARDS)), best
+
+
+def _best_melds_of(context: _Context, cards: tuple[Card, ...]) -> tuple[tuple[Meld, ...], int]:
+    """``best_melds`` of the hands ``_bind_best_melds`` does not solve inline."""
     try:
         flagged = sum(map(_CARD_BIT, cards))
     except KeyError:  # not a card: the general path says which
@@ -1930,7 +2153,7 @@ def best_melds(
     general = _Hand(cards)
     search, layers, base = _general_search(context, general)
     choices = search.choices(layers)
-    melds = _build_melds(choices, general, rules, context.tables.ace)
+    melds = _build_melds(choices, general, context.rules, context.tables.ace)
     return _sorted_melds(melds), base + search.solve(layers, search.jokers, 0)
 
 

@@ -221,6 +221,65 @@ def test_general_path_agrees_with_fast_path_on_large_hands(
     assert expected == solver._general_deadwood(context, hand.layers, len(hand.jokers))
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(one_deck_hands(11), joker_hands(8)), rules_strategy, values_strategy)
+def test_solver_bound_to_rules_finds_the_least_deadwood(
+    cards: list[Card], rules: MeldRules, values: tuple[int, ...]
+) -> None:
+    """``Solver(rules, values)`` gives the brute-force minimum, and melds that leave it."""
+    bound = solver.Solver(rules, values)
+    expected = oracle_deadwood(cards, rules, values)
+    assert expected == bound.deadwood(cards)
+    melds, left = bound.best_melds(tuple(cards))
+    assert expected == left
+    assert_is_partition(cards, melds, rules, values, left)
+    assert (melds, left) == best_melds(iter(cards), rules, values)
+
+
+def test_set_between_runs_of_its_own_suit_is_sorted_among_them() -> None:
+    """AC 2C 3C and 7C 8C 9C around the set 5C 5D 5H (5C could join no run): KS is left
+    (10). Melds come sorted by their cards: the set's first card 5C lies between the runs."""
+    hand = parse_cards("9C 5H KS 7C AC 5D 2C 8C 3C 5C")
+    expected = (["AC 2C 3C", "5C 5D 5H", "7C 8C 9C"], 10)
+    for found in (
+        best_melds(hand, GIN, GIN_VALUES),
+        solver.Solver(GIN, GIN_VALUES).best_melds(hand),
+    ):
+        assert expected == ([str(meld) for meld in found[0]], found[1])
+
+
+def test_set_without_clubs_follows_the_lower_diamonds_run() -> None:
+    """2D 3D 4D and the set 5D 5H 5S leave KC (10); the run 2D-5D would leave 5H 5S KC (20).
+    The set's first card is 5D, after the run's 2D."""
+    hand = parse_cards("5S KC 5D 3D 5H 2D 4D")
+    melds, left = solver.Solver(GIN, GIN_VALUES).best_melds(hand)
+    assert (["2D 3D 4D", "5D 5H 5S"], 10) == ([str(meld) for meld in melds], left)
+
+
+def test_tie_between_a_set_and_a_run_goes_to_the_meld_of_the_lowest_card() -> None:
+    """5C 5D 5H leaves 4H 6H (10); 4H 5H 6H leaves 5C 5D (10). Scanning from 5C, the lowest
+    card, the set is the first meld that keeps the least deadwood."""
+    hand = parse_cards("6H 5D 4H 5C 5H")
+    for found in (
+        best_melds(hand, GIN, GIN_VALUES),
+        solver.Solver(GIN, GIN_VALUES).best_melds(hand),
+    ):
+        assert (["5C 5D 5H"], 10) == ([str(meld) for meld in found[0]], found[1])
+    assert solver.Solver(GIN, GIN_VALUES).deadwood(hand) == 10
+
+
+def test_solver_bound_to_rules_refuses_bad_values_and_repeated_cards() -> None:
+    """The same checks as the module functions: 53 values when made, distinct cards when
+    called."""
+    with pytest.raises(ValueError, match="53"):
+        solver.Solver(GIN, GIN_VALUES[:52])
+    bound = solver.Solver(GIN, GIN_VALUES)
+    with pytest.raises(ValueError, match="twice"):
+        bound.deadwood([parse_card("7H"), parse_card("7H")])
+    with pytest.raises(ValueError, match="twice"):
+        bound.best_melds([parse_card("7H"), parse_card("7H")])
+
+
 def test_empty_hand_has_no_deadwood() -> None:
     """No cards, no melds, no deadwood."""
     expected: tuple[tuple[Meld, ...], int] = ((), 0)
