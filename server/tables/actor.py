@@ -297,8 +297,9 @@ class TableActor:
         self._absent_since: dict[str, float] = {}
         self._poke = asyncio.Event()
         self._armed: float | None = None
-        """The deadline the timer waits for (``None``: none): a move that leaves it as it is
-        does not wake the timer."""
+        """The deadline the timer waits for (``None``: none). A move that leaves it as it is
+        or puts it later does not wake the timer: when it wakes, the timer works the deadline
+        out again and sleeps on if the table moved meanwhile."""
         self.metrics = NO_TIMER_METRICS
         self.waiting_ttl = waiting_ttl
         """Seconds a waiting table lives without activity before it is closed (0: forever)."""
@@ -392,8 +393,11 @@ class TableActor:
         """Activity at the table that leaves no event (a join, a resync): a waiting table's
         expiry and a finished table's unloading count from now."""
         self._active_at = self.clock.now()
-        self._idle_told = False
-        self._poke.set()
+        told, self._idle_told = self._idle_told, False
+        if told or self._armed is None:
+            # A later activity only moves the deadline the timer waits for later (it finds
+            # the new one when it wakes); only a deadline where there was none needs it now.
+            self._poke.set()
 
     @property
     def quiet(self) -> bool:
@@ -446,7 +450,9 @@ class TableActor:
     async def _run_timer(self) -> None:
         """Wait for the current deadline; when it passes unchanged, queue a timeout.
 
-        The deadline is worked out again whenever the table moves or presence changes.
+        The deadline is worked out again when it passes, and at once when presence changes or
+        the table moves to an earlier deadline than the one waited for (``_rearm``): a move
+        mostly puts it later, and the timer then sleeps on from its old one.
         """
         while True:
             self._poke.clear()
@@ -462,10 +468,20 @@ class TableActor:
             finally:
                 sleeper.cancel()
                 poked.cancel()
-            if sleeper.done() and not sleeper.cancelled() and self.table.seq == seq:
+            if sleeper.done() and not sleeper.cancelled():
+                if self.table.seq != seq:
+                    continue  # the table moved meanwhile: its deadline is worked out again
                 ran = asyncio.get_running_loop().create_future()
                 await self._jobs.put(_Timeout(seq, ran))
                 await ran  # the table moved, or nothing was due after all
+
+    def _rearm(self) -> None:
+        """Wake the timer when the deadline is now earlier than the one it waits for (or there
+        is one where it waits for none); a later one it finds when its sleep ends."""
+        due = self._deadline()
+        armed = self._armed
+        if due is not None and (armed is None or due < armed):
+            self._poke.set()
 
     async def submit(
         self,
@@ -696,8 +712,7 @@ class TableActor:
                 self.table = after
                 self._changed.notify_all()
             await self.outbox.publish(before, after.seq, record, after)
-        if self._deadline() != self._armed:
-            self._poke.set()  # the timer works its deadline out again
+        self._rearm()
         await self.outbox.flush(self.table)
         if (
             self.snapshot_every
