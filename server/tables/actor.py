@@ -291,7 +291,8 @@ class TableActor:
         self._jobs: asyncio.Queue[_Job | _Timeout | _Close | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
-        self._changed = asyncio.Condition()
+        self._seq_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        """``wait_for_seq`` callers: the seq each waits for (a move with none costs nothing)."""
         self.grace_seconds = grace_seconds
         """How long a disconnected player's seat waits before the server plays for it."""
         self._absent_since: dict[str, float] = {}
@@ -374,8 +375,27 @@ class TableActor:
 
     async def wait_for_seq(self, seq: int) -> None:
         """Return once the table has reached ``seq`` (tests and tools; wrap in a timeout)."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.table.seq >= seq)
+        if self.table.seq >= seq:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiter = (seq, future)
+        self._seq_waiters.append(waiter)
+        try:
+            await future
+        finally:
+            if waiter in self._seq_waiters:
+                self._seq_waiters.remove(waiter)
+
+    def _reached(self, seq: int) -> None:
+        """The table is at ``seq``: wake the ``wait_for_seq`` callers waiting for it."""
+        waiting = []
+        for waiter in self._seq_waiters:
+            if waiter[0] <= seq:
+                if not waiter[1].done():
+                    waiter[1].set_result(None)
+            else:
+                waiting.append(waiter)
+        self._seq_waiters = waiting
 
     def set_absent(self, player: str, absent: bool) -> None:
         """Presence: ``player`` went away (his grace period starts now) or is back.
@@ -394,9 +414,9 @@ class TableActor:
         expiry and a finished table's unloading count from now."""
         self._active_at = self.clock.now()
         told, self._idle_told = self._idle_told, False
-        if told or self._armed is None:
-            # A later activity only moves the deadline the timer waits for later (it finds
-            # the new one when it wakes); only a deadline where there was none needs it now.
+        if told or (self._armed is None and self.table.status != "playing"):
+            # Activity moves only the idle deadline (none while a game is played), and only
+            # later: the timer finds it when it wakes. Where it waits for none, it is told.
             self._poke.set()
 
     @property
@@ -708,9 +728,9 @@ class TableActor:
         self._ids.add(command_id)
         self.last_at = now
         for record, before, after in pending:
-            async with self._changed:
-                self.table = after
-                self._changed.notify_all()
+            self.table = after
+            if self._seq_waiters:
+                self._reached(after.seq)
             await self.outbox.publish(before, after.seq, record, after)
         self._rearm()
         await self.outbox.flush(self.table)
