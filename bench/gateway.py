@@ -8,7 +8,8 @@ writer thread included), and the gateway builds and encodes the reply and every 
 legal actions, the public stream, snapshots). The transport is a stub that keeps what would be
 published. ``--tables`` tables of two players (``--variant``, default ``basic``) play random
 legal moves back to back (each player answers the update that gives it legal actions; the host
-asks for a rematch when a game ends) until ``--moves`` moves are acknowledged. Measured: the
+asks for a rematch when a game ends; ``--move-seconds`` gives the tables a move timer, none by
+default) until ``--moves`` moves are acknowledged. Measured: the
 process's CPU time (``time.process_time``: every thread) per move, minus the driver's own time
 (decoding what its players receive, choosing and encoding their commands, on
 ``time.thread_time``).
@@ -67,10 +68,13 @@ class _Stub:
 class _Driver:
     """Two-player tables playing random legal moves through ``Gateway.handle``."""
 
-    def __init__(self, gateway: Any, stub: _Stub, variant: str, seed: int) -> None:
+    def __init__(
+        self, gateway: Any, stub: _Stub, variant: str, seed: int, move_seconds: float = 0.0
+    ) -> None:
         self.gateway = gateway
         self.stub = stub
         self.variant = variant
+        self.move_seconds = move_seconds
         self.rng = random.Random(seed)
         self.own = 0.0
         """Thread CPU seconds spent by the driver itself."""
@@ -96,6 +100,8 @@ class _Driver:
         from protocol.codec import decode_inbox
 
         inbox = self.stub.inboxes[client]
+        if not inbox:  # read the clock only when there is something to decode
+            return []
         started = time.thread_time()
         messages = [decode_inbox(payload) for payload in inbox]
         inbox.clear()
@@ -122,7 +128,8 @@ class _Driver:
         waker = asyncio.Event()
         for player in players:
             self.stub.wakers[player] = waker
-        rid = self._send(topics.lobby_command(host), CreateTable(variant=self.variant, seats=2))
+        create = CreateTable(variant=self.variant, seats=2, move_seconds=self.move_seconds)
+        rid = self._send(topics.lobby_command(host), create)
         created = await self._reply(host, rid, waker)
         table = created.result.table
         rid = self._send(topics.table_command(table, guest), Sit(seat=1))
@@ -166,7 +173,9 @@ class _Driver:
                 await waker.wait()
 
 
-async def _measure(tables: int, moves: int, variant: str, seed: int) -> dict[str, float]:
+async def _measure(
+    tables: int, moves: int, variant: str, seed: int, move_seconds: float = 0.0
+) -> dict[str, float]:
     """One measurement in this process: CPU ms per move (server only) and moves/s."""
     from protocol import topics
     from protocol.runtime import tune_gc
@@ -182,7 +191,7 @@ async def _measure(tables: int, moves: int, variant: str, seed: int) -> dict[str
         service = TableService(store, gateway)
         gateway.service = service
         await gateway.start()
-        driver = _Driver(gateway, stub, variant, seed)
+        driver = _Driver(gateway, stub, variant, seed, move_seconds)
         # A warm-up of a tenth of the moves, then the measured part.
         driver.target = max(1, moves // 10)
         tune_gc()
@@ -215,7 +224,13 @@ def _child(arguments: argparse.Namespace) -> None:
 
     configure_logging("text", "warning")  # as ``ramino serve --log-level warning``
     result = asyncio.run(
-        _measure(arguments.tables, arguments.moves, arguments.variant, arguments.seed)
+        _measure(
+            arguments.tables,
+            arguments.moves,
+            arguments.variant,
+            arguments.seed,
+            arguments.move_seconds,
+        )
     )
     print(json.dumps(result))
 
@@ -234,6 +249,8 @@ def _run(code: Path, arguments: argparse.Namespace, seed: int) -> dict[str, floa
         arguments.variant,
         "--seed",
         str(seed),
+        "--move-seconds",
+        str(arguments.move_seconds),
     ]
     env = {**os.environ, "PYTHONPATH": str(code)}
     done = subprocess.run(command, check=True, capture_output=True, text=True, env=env, cwd=code)
@@ -260,6 +277,12 @@ def main() -> None:
     parser.add_argument("--variant", default="basic")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--move-seconds",
+        type=float,
+        default=0.0,
+        help="the tables' move timer (0: none, as the protocol's default)",
+    )
+    parser.add_argument(
         "--reference", default="", metavar="REV", help="also measure git revision REV"
     )
     arguments = parser.parse_args()
@@ -278,7 +301,8 @@ def main() -> None:
             codes.insert(0, (arguments.reference, Path(folder)))
         print(
             f"bench.gateway: {arguments.tables} tables of {arguments.variant} (2 players), "
-            f"{arguments.moves} moves a round, {arguments.rounds} rounds, load average "
+            f"{arguments.moves} moves a round, {arguments.rounds} rounds, move timer "
+            f"{arguments.move_seconds:g} s, load average "
             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}",
             flush=True,
         )

@@ -307,14 +307,16 @@ class TableActor:
         self._jobs: asyncio.Queue[_Job | _Timeout | _Close | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
-        self._changed = asyncio.Condition()
+        self._seq_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        """``wait_for_seq`` callers: the seq each waits for (a move with none costs nothing)."""
         self.grace_seconds = grace_seconds
         """How long a disconnected player's seat waits before the server plays for it."""
         self._absent_since: dict[str, float] = {}
         self._poke = asyncio.Event()
         self._armed: float | None = None
-        """The deadline the timer waits for (``None``: none): a move that leaves it as it is
-        does not wake the timer."""
+        """The deadline the timer waits for (``None``: none). A move that leaves it as it is
+        or puts it later does not wake the timer: when it wakes, the timer works the deadline
+        out again and sleeps on if the table moved meanwhile."""
         self.metrics = NO_TIMER_METRICS
         self.waiting_ttl = waiting_ttl
         """Seconds a waiting table lives without activity before it is closed (0: forever)."""
@@ -389,8 +391,27 @@ class TableActor:
 
     async def wait_for_seq(self, seq: int) -> None:
         """Return once the table has reached ``seq`` (tests and tools; wrap in a timeout)."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.table.seq >= seq)
+        if self.table.seq >= seq:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiter = (seq, future)
+        self._seq_waiters.append(waiter)
+        try:
+            await future
+        finally:
+            if waiter in self._seq_waiters:
+                self._seq_waiters.remove(waiter)
+
+    def _reached(self, seq: int) -> None:
+        """The table is at ``seq``: wake the ``wait_for_seq`` callers waiting for it."""
+        waiting = []
+        for waiter in self._seq_waiters:
+            if waiter[0] <= seq:
+                if not waiter[1].done():
+                    waiter[1].set_result(None)
+            else:
+                waiting.append(waiter)
+        self._seq_waiters = waiting
 
     def set_absent(self, player: str, absent: bool) -> None:
         """Presence: ``player`` went away (his grace period starts now) or is back.
@@ -408,8 +429,11 @@ class TableActor:
         """Activity at the table that leaves no event (a join, a resync): a waiting table's
         expiry and a finished table's unloading count from now."""
         self._active_at = self.clock.now()
-        self._idle_told = False
-        self._poke.set()
+        told, self._idle_told = self._idle_told, False
+        if told or (self._armed is None and self.table.status != "playing"):
+            # Activity moves only the idle deadline (none while a game is played), and only
+            # later: the timer finds it when it wakes. Where it waits for none, it is told.
+            self._poke.set()
 
     @property
     def quiet(self) -> bool:
@@ -462,7 +486,9 @@ class TableActor:
     async def _run_timer(self) -> None:
         """Wait for the current deadline; when it passes unchanged, queue a timeout.
 
-        The deadline is worked out again whenever the table moves or presence changes.
+        The deadline is worked out again when it passes, and at once when presence changes or
+        the table moves to an earlier deadline than the one waited for (``_rearm``): a move
+        mostly puts it later, and the timer then sleeps on from its old one.
         """
         while True:
             self._poke.clear()
@@ -478,10 +504,20 @@ class TableActor:
             finally:
                 sleeper.cancel()
                 poked.cancel()
-            if sleeper.done() and not sleeper.cancelled() and self.table.seq == seq:
+            if sleeper.done() and not sleeper.cancelled():
+                if self.table.seq != seq:
+                    continue  # the table moved meanwhile: its deadline is worked out again
                 ran = asyncio.get_running_loop().create_future()
                 await self._jobs.put(_Timeout(seq, ran))
                 await ran  # the table moved, or nothing was due after all
+
+    def _rearm(self) -> None:
+        """Wake the timer when the deadline is now earlier than the one it waits for (or there
+        is one where it waits for none); a later one it finds when its sleep ends."""
+        due = self._deadline()
+        armed = self._armed
+        if due is not None and (armed is None or due < armed):
+            self._poke.set()
 
     async def submit(
         self,
@@ -708,12 +744,11 @@ class TableActor:
         self._ids.add(command_id)
         self.last_at = now
         for record, before, after in pending:
-            async with self._changed:
-                self.table = after
-                self._changed.notify_all()
+            self.table = after
+            if self._seq_waiters:
+                self._reached(after.seq)
             await self.outbox.publish(before, after.seq, record, after)
-        if self._deadline() != self._armed:
-            self._poke.set()  # the timer works its deadline out again
+        self._rearm()
         await self.outbox.flush(self.table)
         if (
             self.snapshot_every

@@ -108,7 +108,8 @@ async def test_an_idle_waiting_table_is_closed_after_the_waiting_ttl(store: Even
 
 
 async def test_activity_pushes_the_expiry_of_a_waiting_table_back(store: EventStore) -> None:
-    """A command (even a refused one) or a join restarts the 30 minutes."""
+    """A command (even a refused one) or a join restarts the 30 minutes (the timer, asleep
+    until the earlier expiry, finds the later one when it wakes)."""
     clock = ManualClock()
     service = _service(store, clock)
     start = clock.now()
@@ -118,14 +119,16 @@ async def test_activity_pushes_the_expiry_of_a_waiting_table_back(store: EventSt
     clock.advance(1000)
     refused = await service.submit(table_id, "host", StartGame(), "too-early")
     assert (False, "table/not_full") == (refused.ok, refused.code)
+    clock.advance(WAITING_TTL - 1000)  # 30 minutes after the creation: not yet
     async with asyncio.timeout(WAIT):
         await clock.wait_for_sleeper(until=start + 1000 + WAITING_TTL)
-    clock.advance(WAITING_TTL - 1000)  # 30 minutes after the creation: not yet
+    assert seq == actor.table.seq
     actor.touch()  # a join at start + 1800
+    clock.advance(1000)  # 30 minutes after the refused command: not yet
     async with asyncio.timeout(WAIT):
         await clock.wait_for_sleeper(until=start + 1800 + WAITING_TTL)
     assert seq == actor.table.seq
-    clock.advance(WAITING_TTL)
+    clock.advance(WAITING_TTL - 1000)
     async with asyncio.timeout(WAIT):
         await actor.wait_for_seq(seq + 1)
     assert "closed" == actor.table.status

@@ -74,7 +74,8 @@ async def test_an_absent_player_is_played_for_when_his_time_is_up(store: EventSt
 
 
 async def test_a_move_restarts_the_timer(store: EventStore) -> None:
-    """A player who moves in time gets a fresh deadline counted from his move."""
+    """A player who moves in time gets a fresh deadline counted from his move: the first
+    deadline passes with nothing played, the new one plays for him."""
     clock = ManualClock()
     actor = await _table(store, clock)
     game = actor.table.game
@@ -83,10 +84,14 @@ async def test_a_move_restarts_the_timer(store: EventStore) -> None:
     clock.advance(20)
     player = actor.table.seats[to_move(game)]
     assert (await actor.submit(player, DrawStock(), "d", actor.table.seq)).ok
-    seq = actor.table.seq
-    await asyncio.wait_for(clock.wait_for_sleeper(clock.time + 30), WAIT)
-    clock.advance(29)
+    seq, moved_at = actor.table.seq, clock.time
+    clock.advance(29)  # past the first deadline, before the new one
+    await asyncio.wait_for(clock.wait_for_sleeper(moved_at + 30), WAIT)
     assert seq == actor.table.seq
+    clock.advance(1)
+    await asyncio.wait_for(actor.wait_for_seq(seq + 2), WAIT)  # timed out, discarded
+    rows = await store.read("t1", after_seq=seq)
+    assert TimedOut(to_move(game)) == decode_record(rows[0].payload).event
     await actor.stop()
 
 
