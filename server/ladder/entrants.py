@@ -73,7 +73,7 @@ BUILTINS: dict[str, str] = {
 decision; ``mc@3``: version 3, which plays for the hand's points margin, as ladder matches
 break split wins by points)."""
 
-DEFAULT_ENTRANTS: tuple[str, ...] = ("random@1", "greedy@1", "simple@1", "heuristic@1", "mc@2")
+DEFAULT_ENTRANTS: tuple[str, ...] = ("random@1", "greedy@1", "simple@1", "heuristic@1", "mc@3")
 """What ``ramino ladder run`` enters on a ladder that has no entrant yet."""
 
 
