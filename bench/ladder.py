@@ -4,13 +4,14 @@ Run with ``python -m bench.ladder [--matches N] [--concurrency K] [--pool gin-2]
 ladder on a temporary SQLite file enters the default built-in entrants and plays ``N``
 duplicate matches (two games each in a 2-player pool) in ``K`` worker processes, as
 ``ramino ladder run`` does; the time runs from the first schedule to the last durable result,
-worker start-up included. ``mc@2`` searches 200 ms per searched decision, so the rate depends
+worker start-up included. ``mc@3`` searches 200 ms per searched decision, so the rate depends
 on how often it is drawn; the per-entrant mean match time is printed too.
 
 ``python -m bench.ladder --report STORE_URL [--ladder NAME]`` reads an existing ladder instead
 and prints, per pool, the leaderboard, the head-to-head score of each entrant against the next
-one down (95% interval over matches; ``yes`` when it lies above 0.5) and the results and games
-after which the order stopped changing (``server.ladder.stats``).
+one down (95% interval over matches; ``yes`` when it lies above 0.5) and against every other
+one, and the results and games after which the order stopped changing
+(``server.ladder.stats``).
 """
 
 from __future__ import annotations
@@ -100,6 +101,18 @@ async def _report(url: str, name: str) -> None:
                         f" in {h2h.matches} (95%: {verdict})"
                     )
             print(line)
+        print("  head to head (each pair, the better-rated first):")
+        for index, row in enumerate(board):
+            for lower in board[index + 1 :]:
+                h2h = pairs.get((row.name, lower.name))
+                if h2h is not None:
+                    verdict = "yes" if h2h.better else "no"
+                    if h2h.high < 0.5:
+                        verdict = "no, reversed"
+                    print(
+                        f"    {row.name} vs {lower.name}: {h2h.score:.3f}"
+                        f" [{h2h.low:.3f}, {h2h.high:.3f}] in {h2h.matches} (95%: {verdict})"
+                    )
         settled = settling(state.order, pool)
         print(
             f"  order settled after {settled.settled_after} of {settled.results} results"

@@ -82,8 +82,9 @@ POLICY_NAMES: tuple[str, ...] = ("random", "greedy", "simple", "heuristic", "mc"
 
 def find_policy(name: str) -> Policy:
     """A new instance of the policy called ``name``; ``mc:MS`` is ``mc`` with a budget of MS
-    milliseconds per decision, and ``mc:MS:v2`` its version 2 (``mc.version2``: it plays to
-    win the hand).
+    milliseconds per decision, ``mc:MS:v2`` its version 2 (``mc.version2``: it plays to
+    win the hand) and ``mc:MS:v3`` its version 3 (``mc.version3``: it plays for the points
+    margin of the hand, weighing waiting for gin).
 
     Raises:
         KeyError: no such policy.
@@ -98,11 +99,11 @@ def find_policy(name: str) -> Policy:
         return factory()
     if base != "mc":
         raise KeyError(f"policy {base!r} takes no argument, got {name!r}")
-    from bots.policies.mc import MonteCarloPolicy, version2
+    from bots.policies.mc import MonteCarloPolicy, version2, version3
 
     budget_text, _, version = argument.partition(":")
-    if version not in ("", "v1", "v2"):
-        raise KeyError(f"mc versions are v1 and v2 (mc:200:v2), got {name!r}")
+    if version not in ("", "v1", "v2", "v3"):
+        raise KeyError(f"mc versions are v1, v2 and v3 (mc:200:v3), got {name!r}")
     try:
         budget = float(budget_text)
     except ValueError:
@@ -111,4 +112,6 @@ def find_policy(name: str) -> Policy:
         raise KeyError(f"mc takes a positive budget in milliseconds (mc:200), got {name!r}")
     if version == "v2":
         return version2(budget)
+    if version == "v3":
+        return version3(budget)
     return MonteCarloPolicy(budget_ms=budget)

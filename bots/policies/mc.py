@@ -43,6 +43,7 @@ millisecond. Other presets have long hands with table melds; ``mc`` does not pla
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -76,7 +77,7 @@ from server.engine import (
 )
 from server.engine.solver import deadwood, discard_deadwoods
 
-__all__ = ["MonteCarloPolicy", "hand_share", "rollout", "version2"]
+__all__ = ["MonteCarloPolicy", "hand_share", "rollout", "version2", "version3"]
 
 _MAX_ROLLOUT_STEPS = 400
 """A rollout still running after this many moves is scored as it stands (no one out)."""
@@ -92,6 +93,8 @@ _DANGER_WEIGHT = 4.0
 @dataclass
 class _Candidate:
     command: Command
+    wait: bool = False
+    """Play on, this seat's rollout waiting for gin (``gin_wait``)."""
     total: float = 0.0
     count: int = 0
 
@@ -116,6 +119,11 @@ class MonteCarloPolicy:
         knock_candidates: int = 3,
         objective: str = "points",
         points_weight: float = 0.002,
+        gin_wait: bool = False,
+        wait_stock: int = 10,
+        deviate_z: float = 0.0,
+        opponent_wait: int = -1,
+        kept_hands: bool = False,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.heuristic = HeuristicPolicy()
@@ -133,6 +141,11 @@ class MonteCarloPolicy:
             raise ValueError(f"unknown objective {objective!r}; known: points, hand")
         self.objective = objective
         self.points_weight = points_weight
+        self.gin_wait = gin_wait
+        self.wait_stock = wait_stock
+        self.deviate_z = deviate_z
+        self.opponent_wait = opponent_wait
+        self.kept_hands = kept_hands
         self.clock = clock
         self._danger: Callable[[Card], float] | None = None
 
@@ -156,7 +169,17 @@ class MonteCarloPolicy:
         else:
             turn = KnockTurn(rules, seen, actions, memory)
         default = turn.choose()
-        candidates = self._candidates(turn, default)
+        candidates = [_Candidate(command) for command in self._candidates(turn, default)]
+        if self.deviate_z > 0:  # the heuristic's move first: it is kept unless clearly worse
+            candidates.sort(key=lambda candidate: candidate.command != default)
+        if self.gin_wait and rules.knocking == "gin":
+            # Playing on may mean waiting for gin: weigh that as well as knocking soon.
+            candidates += [
+                _Candidate(c.command, wait=True)
+                for c in candidates
+                if isinstance(c.command, Discard)
+                and any(isinstance(other.command, Knock) for other in candidates)
+            ]
         if len(candidates) > 1:
             command = self._search(rules, seen, turn.knowledge, candidates, rng, started)
         else:
@@ -233,11 +256,10 @@ class MonteCarloPolicy:
         rules: Rules,
         seen: View,
         knowledge: Knowledge,
-        commands: Sequence[Command],
+        candidates: list[_Candidate],
         rng: random.Random,
         started: float,
     ) -> Command:
-        candidates = [_Candidate(command) for command in commands]
         differences: list[list[float]] = [[] for _ in candidates]
         # Stop early enough that the next world would not overrun the budget: a world costs
         # about what the last one did.
@@ -262,10 +284,12 @@ class MonteCarloPolicy:
             world = sample_world(knowledge, rng, plausible)
             if world is None:
                 break
+            if self.kept_hands and rules.knocking == "gin":
+                world = _kept(world, knowledge, rng)
             seed = rng.getrandbits(32)
             outcomes = []
             for candidate in candidates:
-                value = self._play_out(world, seat, candidate.command, seed)
+                value = self._play_out(world, seat, candidate, seed)
                 candidate.total += value
                 candidate.count += 1
                 outcomes.append(value)
@@ -275,9 +299,17 @@ class MonteCarloPolicy:
             if sample + 1 >= self.min_samples and self._decided(candidates, differences):
                 break
         if candidates[0].count == 0:
-            return commands[0]
-        best = max(candidates, key=lambda c: c.total / c.count)
-        return best.command
+            return candidates[0].command
+        best = max(range(len(candidates)), key=lambda i: candidates[i].total / candidates[i].count)
+        if self.deviate_z > 0 and best != 0 and candidates[best].command != candidates[0].command:
+            # Leave the first candidate (the heuristic's move) only when the search is sure.
+            paired = differences[best]
+            count = len(paired)
+            mean = sum(paired) / count
+            variance = sum((value - mean) ** 2 for value in paired) / max(1, count - 1)
+            if mean < self.deviate_z * math.sqrt(variance / count):
+                return candidates[0].command
+        return candidates[best].command
 
     def _decided(self, candidates: list[_Candidate], differences: list[list[float]]) -> bool:
         """Whether the leader is ahead of every other candidate by ``stop_z`` standard
@@ -299,9 +331,9 @@ class MonteCarloPolicy:
                 return False
         return True
 
-    def _play_out(self, world: State, seat: int, command: Command, seed: int) -> float:
+    def _play_out(self, world: State, seat: int, candidate: _Candidate, seed: int) -> float:
         try:
-            events = decide(world, seat, command)
+            events = decide(world, seat, candidate.command)
         except RuleError:
             return -1000.0
         state = world
@@ -309,7 +341,8 @@ class MonteCarloPolicy:
             state = evolve(state, event)
             if isinstance(event, HandEnded):
                 return self._value(world, event, seat)
-        ended = rollout(state, random.Random(seed), seat, self._danger)
+        wait = self.wait_stock if candidate.wait else -1
+        ended = rollout(state, random.Random(seed), seat, self._danger, wait, self.opponent_wait)
         if ended is None:
             return 0.0 if self.objective == "points" else 1 / sum(world.active)
         return self._value(world, ended, seat)
@@ -363,13 +396,57 @@ def _would_not_have_knocked(knowledge: Knowledge) -> Callable[[State], bool] | N
     return plausible
 
 
+def _kept(world: State, knowledge: Knowledge, rng: random.Random) -> State:
+    """Gin Rummy: ``world`` with each opponent's hand as he would have kept it. A sampled
+    hand is as loose as cards dealt at random, while a player who has drawn and thrown once
+    per turn holds far less deadwood (at the decisions ``mc`` searches, a ``heuristic``
+    opponent held 13 on average where the sampled hands held 43). So, once per discard he
+    has made this hand, the opponent draws a random card of the stock and throws back into
+    it the card that leaves him the least deadwood (never a card he is known to hold): the
+    unseen cards stay where they may be, and his hand is one a drawing player could have
+    kept."""
+    rules = knowledge.rules
+    seen = knowledge.seen
+    memory = knowledge.memory
+    hands = list(world.hands)
+    stock = list(world.stock)
+    if not stock:
+        return world
+    for seat in range(seen.players):
+        if seat == seen.seat:
+            continue
+        known = set(memory.known(seat))
+        hand = list(hands[seat])
+        for _ in range(len(memory.discarded.get(seat, ()))):
+            index = rng.randrange(len(stock))
+            drawn = stock[index]
+            after = discard_deadwoods((*hand, drawn), rules.meld_rules, rules.values)
+            thrown = min(
+                (card for card in after if card not in known),
+                key=lambda card: (after[card], -rules.values[card_face(card)], card),
+                default=drawn,
+            )
+            if thrown != drawn:
+                hand.remove(thrown)
+                hand.append(drawn)
+                stock[index] = thrown
+        hands[seat] = tuple(sorted(hand))
+    rng.shuffle(stock)
+    return dataclasses.replace(world, hands=tuple(hands), stock=tuple(stock))
+
+
 def _rollout_command(
-    state: State, me: int, danger: Callable[[Card], float] | None = None
+    state: State,
+    me: int,
+    danger: Callable[[Card], float] | None = None,
+    wait: int = -1,
+    opponent_wait: int = -1,
 ) -> Command:
     """The cheap rollout move of the seat to move: ``simple``'s rules on the full state. Seat
     ``me`` plays a little better: it also takes an upcard that lets it knock at once or cuts
     its deadwood by ``_TAKE_CUT``, and weighs ``danger`` (the chance the opponent melds the
-    card, as estimated at the decision) into its discards."""
+    card, as estimated at the decision) into its discards; with ``wait`` of 0 or more, in Gin
+    Rummy it knocks only with gin until the stock is down to ``wait`` cards."""
     rules = state.rules
     seat = state.turn
     hand = state.hands[seat]
@@ -410,6 +487,9 @@ def _rollout_command(
             best, best_key, best_cost = card, key, cost
     assert best_key is not None
     limit = state.knock_limit if rules.knocking == "gin" else _knock_threshold(state)
+    waiting = wait if seat == me else opponent_wait
+    if waiting >= 0 and rules.knocking == "gin" and len(state.stock) > waiting:
+        limit = 0
     least = min(left for card, left in after.items() if card != forbidden)
     if least <= limit or state.must_knock:
         best = min(
@@ -430,17 +510,20 @@ def rollout(
     rng: random.Random,
     me: int = -1,
     danger: Callable[[Card], float] | None = None,
+    wait: int = -1,
+    opponent_wait: int = -1,
 ) -> HandEnded | None:
     """Play ``state`` to the end of its hand with the cheap rollout policy (``rng`` turns a
-    shuffled stock); the hand's end (``None`` if it did not end within the step cap or the
-    game was already over)."""
+    shuffled stock; ``me`` plays a little better, and with ``wait`` waits for gin: see
+    ``_rollout_command``); the hand's end (``None`` if it did not end within the step cap or
+    the game was already over)."""
     for _ in range(_MAX_ROLLOUT_STEPS):
         if state.phase is Phase.DEAL or state.phase is Phase.GAME_OVER:
             return None
         if chance_pending(state):
             state = evolve(state, chance(state, rng))
             continue
-        command = _rollout_command(state, me, danger)
+        command = _rollout_command(state, me, danger, wait, opponent_wait)
         for event in decide(state, state.turn, command):
             state = evolve(state, event)
             if isinstance(event, HandEnded):
@@ -456,5 +539,21 @@ def version2(budget_ms: float = 200.0) -> MonteCarloPolicy:
         budget_ms=budget_ms,
         search=frozenset({"knock", "play_on", "wall"}),
         objective="hand",
+        clock=time.process_time,
+    )
+
+
+def version3(budget_ms: float = 200.0) -> MonteCarloPolicy:
+    """``mc`` version 3 (``mc:MS:v3``, the ladder's ``mc@3``): plays for the points margin of
+    the hand (ladder matches break split wins by points), with the opponents' hands sampled as
+    they would have kept them (``_kept``), and leaves the heuristic's move only for a
+    candidate better by 2 standard errors of the paired differences."""
+    return MonteCarloPolicy(
+        budget_ms=budget_ms,
+        search=frozenset({"knock", "play_on", "wall"}),
+        objective="points",
+        game_weight=0.0,
+        kept_hands=True,
+        deviate_z=2.0,
         clock=time.process_time,
     )

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from server.ladder.errors import LadderError
 from server.ladder.events import MatchResult, event_json
-from server.ladder.pairing import PairingSettings
+from server.ladder.pairing import MAX_EXPLORATION, PairingSettings
 from server.ladder.pools import DEFAULT_POOLS, parse_pools
 from server.ladder.service import Ladder, RunSettings, max_refit_difference
 from server.ladder.state import LadderState
@@ -175,8 +175,10 @@ def _command_run(args: argparse.Namespace) -> int:
         raise LadderError(
             "--matches must be 0 or more and --concurrency 1 or more", "ladder/bad_arguments"
         )
-    if not 0 <= args.exploration <= 1:
-        raise LadderError("--exploration is a chance in [0, 1]", "ladder/bad_arguments")
+    if not 0 <= args.exploration <= MAX_EXPLORATION:
+        raise LadderError(
+            f"--exploration is a chance in [0, {MAX_EXPLORATION}]", "ladder/bad_arguments"
+        )
     settings = RunSettings(
         pools=pools,
         matches=args.matches,
@@ -444,7 +446,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     run.add_argument(
         "--min-matches", type=int, default=DEFAULT_MIN_MATCHES, help="results before listed"
     )
-    run.add_argument("--exploration", type=float, default=0.1, help="chance of a random pairing")
+    run.add_argument(
+        "--exploration",
+        type=float,
+        default=PairingSettings().exploration,
+        help=f"chance of seating the least-shared pair (at most {MAX_EXPLORATION})",
+    )
     run.add_argument("--refit-every", type=int, default=100, help="results between refits")
     run.set_defaults(handler=_command_run)
 

@@ -66,12 +66,14 @@ BUILTINS: dict[str, str] = {
     "heuristic@1": "heuristic",
     "mc@1": "mc:200",
     "mc@2": "mc:200:v2",
+    "mc@3": "mc:200:v3",
 }
 """Built-in entrant -> the policy spec it plays (``mc@1``: 200 ms per searched decision;
 ``mc@2``: version 2, which plays to win the hand, 200 ms of process time per searched
-decision)."""
+decision; ``mc@3``: version 3, which plays for the hand's points margin, as ladder matches
+break split wins by points)."""
 
-DEFAULT_ENTRANTS: tuple[str, ...] = ("random@1", "greedy@1", "simple@1", "heuristic@1", "mc@2")
+DEFAULT_ENTRANTS: tuple[str, ...] = ("random@1", "greedy@1", "simple@1", "heuristic@1", "mc@3")
 """What ``ramino ladder run`` enters on a ladder that has no entrant yet."""
 
 

@@ -74,6 +74,8 @@ class LadderState:
     suspension)."""
     pairs: Counter[tuple[str, int, frozenset[str]]] = field(default_factory=Counter)
     """(pool, day, pair) -> matches scheduled (and not cancelled) that day."""
+    shared: Counter[tuple[str, frozenset[str]]] = field(default_factory=Counter)
+    """(pool, pair) -> matches scheduled (and not cancelled) in all."""
 
     def apply(self, event: LadderEvent, seq: int) -> None:
         """Fold ``event`` (row ``seq`` of the stream).
@@ -102,6 +104,7 @@ class LadderState:
             self.scheduled[event.match_id] = event
             for pair in _pairs(event.entrants):
                 self.pairs[(event.pool, day_of(event.at), pair)] += 1
+                self.shared[(event.pool, pair)] += 1
         elif isinstance(event, MatchCancelled):
             scheduled = self.scheduled.get(event.match_id)
             self._require(scheduled is not None, f"cancel of unknown {event.match_id}")
@@ -110,6 +113,7 @@ class LadderState:
             self.cancelled[event.match_id] = event
             for pair in _pairs(scheduled.entrants):
                 self.pairs[(scheduled.pool, day_of(scheduled.at), pair)] -= 1
+                self.shared[(scheduled.pool, pair)] -= 1
         elif isinstance(event, MatchResult):
             self._apply_result(event)
         elif isinstance(event, Refitted):
@@ -172,6 +176,11 @@ class LadderState:
     def pair_count(self, pool: str, day: int, first: str, second: str) -> int:
         """Matches of ``first`` with ``second`` in ``pool`` scheduled on ``day``."""
         return self.pairs[(pool, day, frozenset((first, second)))]
+
+    def shared_count(self, pool: str, first: str, second: str) -> int:
+        """Matches of ``first`` with ``second`` in ``pool`` scheduled (and not cancelled) in
+        all, whatever the day."""
+        return self.shared[(pool, frozenset((first, second)))]
 
     def leaderboard(self, pool: str, min_matches: int = 0) -> list[Standing]:
         """The standings of ``pool`` with at least ``min_matches`` results, best ordinal

@@ -1,4 +1,4 @@
-"""``mc`` version 2: the hand-win objective, its spec and its knock search."""
+"""``mc`` versions 2 and 3: their objectives, specs and knock search."""
 
 from __future__ import annotations
 
@@ -8,9 +8,17 @@ import pytest
 
 from bots.policies import find_policy
 from bots.policies.heuristic import HeuristicPolicy
-from bots.policies.mc import MonteCarloPolicy, hand_share, version2
+from bots.policies.mc import MonteCarloPolicy, _rollout_command, hand_share, version2, version3
 from protocol.game import HandEnded
-from server.engine import Command, Discard, Knock, legal_actions, make_rules, parse_card, view
+from server.engine import (
+    Command,
+    Discard,
+    Knock,
+    legal_actions,
+    make_rules,
+    parse_card,
+    view,
+)
 from tests.bots.test_strategies import _knock_position
 
 GIN = make_rules("gin", {}, 2)
@@ -57,7 +65,7 @@ def test_mc_v2_is_found_by_its_spec() -> None:
         assert "points" == old.objective
         assert {"knock", "wall"} == old.search
     with pytest.raises(KeyError, match="versions"):
-        find_policy("mc:50:v3")
+        find_policy("mc:50:v4")
     with pytest.raises(KeyError, match="positive"):
         find_policy("mc:0:v2")
 
@@ -103,3 +111,74 @@ def test_mc_v2_chooses_a_legal_command_with_a_tiny_budget() -> None:
     seen = view(state, 1)
     actions = legal_actions(state, 1)
     assert policy.choose(GIN, seen, actions, random.Random(0)) in actions
+
+
+def test_mc_v3_is_found_by_its_spec() -> None:
+    """``mc:50:v3`` is version 3 with a 50 ms budget: the points objective (the ladder breaks
+    split wins by points) with no game term (a ladder game is one hand), knocking weighed
+    against playing on, opponents' hands sampled as kept, the heuristic's move left only for a
+    candidate 2 standard errors better."""
+    policy = find_policy("mc:50:v3")
+    assert isinstance(policy, MonteCarloPolicy)
+    assert 0.05 == policy.budget
+    assert "points" == policy.objective
+    assert 0.0 == policy.game_weight
+    assert policy.kept_hands
+    assert 2.0 == policy.deviate_z
+    assert {"knock", "play_on", "wall"} == policy.search
+
+
+def test_a_waiting_rollout_knocks_only_with_gin_until_the_stock_runs_low() -> None:
+    """Seat 1 in ``_knock_position`` may knock with 9 deadwood (28 cards in the stock): the
+    rollout play knocks at once, the waiting one (``wait`` 10) discards, and knocks again
+    once the stock is down to 10 cards."""
+    state = _knock_position("KS", HeuristicPolicy())
+    assert len(state.stock) > 10
+    assert isinstance(_rollout_command(state, 1), Knock)
+    assert isinstance(_rollout_command(state, 1, wait=10), Discard)
+    assert isinstance(_rollout_command(state, 1, wait=len(state.stock)), Knock)
+    # The opponent's waiting is its own setting.
+    assert isinstance(_rollout_command(state, 0, wait=10), Knock)
+    assert isinstance(_rollout_command(state, 0, opponent_wait=10), Discard)
+
+
+def test_mc_v3_leaves_the_heuristic_only_when_the_search_is_sure() -> None:
+    """With a deviation threshold no search can reach, version 3 plays the heuristic's move
+    (here: play on for the gin bonus); with none, it plays the candidate of best mean."""
+    sure = version3(budget_ms=600_000)
+    sure.samples = sure.min_samples = 48
+    sure.deviate_z = 1e9
+    assert isinstance(_choice(sure), Discard)
+    free = version3(budget_ms=600_000)
+    free.samples = free.min_samples = 48
+    free.deviate_z = 0.0
+    assert _choice(free) in legal_actions(_knock_position("KS", free), 1)
+
+
+def test_kept_hands_hold_less_deadwood_than_random_ones() -> None:
+    """Seat 1's worlds in ``_knock_position``: the opponent has discarded once, so a kept
+    world lets him draw and throw once, which never raises his deadwood; over 50 worlds it
+    lowers it on average, and every kept world still holds the same cards in all."""
+    from bots.policies.determinize import sample_world
+    from bots.policies.evaluation import Knowledge
+    from bots.policies.mc import _kept
+    from server.engine.solver import deadwood
+
+    heuristic = HeuristicPolicy()
+    state = _knock_position("KS", heuristic)
+    seen = view(state, 1)
+    knowledge = Knowledge.build(GIN, seen, heuristic.tracker.sync(seen))
+    rng = random.Random(3)
+    raw_total = kept_total = 0
+    for _ in range(50):
+        world = sample_world(knowledge, rng)
+        assert world is not None
+        kept = _kept(world, knowledge, rng)
+        raw = deadwood(world.hands[0], GIN.meld_rules, GIN.values)
+        tight = deadwood(kept.hands[0], GIN.meld_rules, GIN.values)
+        assert tight <= raw
+        assert kept.hands[1] == world.hands[1]
+        assert sorted((*kept.hands[0], *kept.stock)) == sorted((*world.hands[0], *world.stock))
+        raw_total += raw
+        kept_total += tight
+    assert kept_total < raw_total
