@@ -496,6 +496,8 @@ class RaminoPlayer(User):
     def _move(self, track: TableTrack, seen: Seen, view: View) -> None:
         if self.settings.think:
             gevent.sleep(self.settings.think * self.rng.uniform(0.5, 1.5))
+            if track.seq != seen.seq:
+                return  # the table moved on while we thought: its newer update is queued
         command = self.policy.choose(self._rules(view), view, seen.legal, self.rng)
         if self.drop_every:
             period = int(time.time() // (self.settings.drop_every or self.drop_every))
@@ -506,8 +508,8 @@ class RaminoPlayer(User):
         if self.chat_chance and self.rng.random() < self.chat_chance:
             self._chat(track.table)
         request_id = secrets.token_hex(8)
-        seq = track.seq
-        reply = self.player.act(track, command, request_id)
+        seq = seen.seq
+        reply = self.player.act(track, seen, command, request_id)
         if (
             reply is not None
             and reply.ok
