@@ -682,15 +682,15 @@ def _timeline(environment: Environment, **_: Any) -> None:
             writer.writeheader()
             while True:
                 gevent.sleep(every)
-                rss = cpu = math.nan
+                rss = cpu = sqlite = traced = math.nan
                 # A server that is busy or gone leaves the cells empty.
                 if metrics:
                     with contextlib.suppress(OSError):
-                        rss, cpu = read_server_metrics(metrics)
+                        rss, cpu, sqlite, traced = read_server_metrics(metrics)
                 now = time.monotonic()
                 runner = environment.runner
                 users = runner.user_count if runner is not None else 0
-                writer.writerow(window.row(now, now - started, users, rss, cpu))
+                writer.writerow(window.row(now, now - started, users, rss, cpu, sqlite, traced))
                 handle.flush()
 
     gevent.spawn(write)

@@ -63,6 +63,14 @@ def test_a_window_row_counts_its_commands_and_the_server_cpu_share() -> None:
     assert (second["p99_ms"], second["server_rss_mib"]) == ("", "")
 
 
+def test_a_window_row_carries_the_server_sqlite_and_python_bytes() -> None:
+    window = Window(started=0.0)
+    row = window.row(10.0, 10.0, 2, 64 * 2**20, 1.0, 5 * 2**20, 2**19)
+    assert (row["server_sqlite_mib"], row["server_traced_mib"]) == ("5.0", "0.5")
+    empty = window.row(20.0, 20.0, 2, 64 * 2**20, 2.0)  # not read: empty cells
+    assert (empty["server_sqlite_mib"], empty["server_traced_mib"]) == ("", "")
+
+
 def _rows(path: Path) -> list[dict[str, str]]:
     # Ten minutes of 60-s rows: RSS 100 MiB + 0.5 MiB a minute (30 MiB/h), p99 flat at 40 ms
     # but a ramp-up row at t=0 of 500 ms that the default skip of 60 s leaves out.
