@@ -127,6 +127,8 @@ RACE_CODES = frozenset({"table/full", "table/seat_taken", "table/game_running", 
 HOSTILE_ACTS = ("garbage", "invalid", "oversized", "wrong topic", "replay", "flood")
 START_CODES = frozenset({"table/not_full", "table/game_running", "table/game_over"})
 """Refusals of ``start``/``rematch`` when another seat started first, or a seat is still free."""
+LEAVE_CODES = frozenset({"table/game_running"})
+"""Refusal of ``leave`` when the table's game started first."""
 
 
 def _arguments(parser: Any) -> None:
@@ -443,7 +445,9 @@ class RaminoPlayer(User):
         """Stand up and stop following ``table``; ``False`` if its game started first (then we
         still sit there, and stay)."""
         track = self.player.tables.get(table)
-        self.player.request(Leave(), table)
+        # A game started by the player who took the last seat while we decided to move is a
+        # race the protocol allows: the refusal is expected, and we stay.
+        self.player.request(Leave(), table, expect=LEAVE_CODES)
         # Updates come before the reply on our inbox: a game that started is known by now.
         if track is not None and track.last is not None and track.last.status == "playing":
             return False
