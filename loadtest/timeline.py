@@ -172,11 +172,16 @@ def _number(text: str) -> float:
 def trend(rows: Sequence[dict[str, str]], skip_seconds: float = 0.0) -> Trend:
     """The trend of timeline ``rows``, leaving out those of the first ``skip_seconds`` (the
     ramp-up)."""
-    kept = [row for row in rows if _number(row["elapsed_s"]) >= skip_seconds]
+    kept = [dict(row) for row in rows if _number(row["elapsed_s"]) >= skip_seconds]
+    for row in kept:
+        # What the resident memory holds besides SQLite's caches: flat once Python's heap is.
+        rest = _number(row.get("server_rss_mib", "")) - _number(row.get("server_sqlite_mib", ""))
+        row["server_rss_less_sqlite_mib"] = "" if math.isnan(rest) else f"{rest:.1f}"
     figures: dict[str, tuple[float, float, float, float, float]] = {}
     for name in (
         "server_rss_mib",
         "server_sqlite_mib",
+        "server_rss_less_sqlite_mib",
         "server_traced_mib",
         "p99_ms",
         "p50_ms",
