@@ -20,7 +20,6 @@ monkey.patch_all()
 import json  # noqa: E402
 import random  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 from typing import Any  # noqa: E402
 
 from locust.env import Environment  # noqa: E402
@@ -39,6 +38,10 @@ MOVES = 5000
 def _check(condition: bool, what: object) -> None:
     if not condition:
         raise RuntimeError(f"unexpected: {what!r}")
+
+
+def _window_open(seen: Seen | None) -> bool:
+    return seen is None or seen.view is None or bool(seen.view.claim_kind)
 
 
 def main(url: str, prefix: str, password: str, seed: int) -> dict[str, Any]:
@@ -93,10 +96,10 @@ def main(url: str, prefix: str, password: str, seed: int) -> dict[str, Any]:
     assert window is not None, "no claim window opened"
     index, seen = window
     player, track = players[index], tracks[index]
-    # The server closes the window (passing for everyone) after its claim time.
-    deadline = time.monotonic() + WAIT
-    while track.seq == seen.seq and time.monotonic() < deadline:
-        track.next(timeout=0.1)
+    # The server closes the window (passing for everyone) after its claim time: wait until
+    # this seat has seen it closed, as a player pausing before its answer would.
+    while _window_open(track.last):
+        _check(track.next(timeout=WAIT) is not None, f"no update after {track.seq}")
     moved_on = track.seq
     answer = next((command for command in seen.legal if isinstance(command, Claim)), Pass())
     decided = player.act(track, seen, answer)
