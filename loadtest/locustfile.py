@@ -127,6 +127,8 @@ RACE_CODES = frozenset({"table/full", "table/seat_taken", "table/game_running", 
 HOSTILE_ACTS = ("garbage", "invalid", "oversized", "wrong topic", "replay", "flood")
 START_CODES = frozenset({"table/not_full", "table/game_running", "table/game_over"})
 """Refusals of ``start``/``rematch`` when another seat started first, or a seat is still free."""
+LEAVE_CODES = frozenset({"table/game_running"})
+"""Refusal of ``leave`` when the table's game started first."""
 
 
 def _arguments(parser: Any) -> None:
@@ -443,7 +445,9 @@ class RaminoPlayer(User):
         """Stand up and stop following ``table``; ``False`` if its game started first (then we
         still sit there, and stay)."""
         track = self.player.tables.get(table)
-        self.player.request(Leave(), table)
+        # A game started by the player who took the last seat while we decided to move is a
+        # race the protocol allows: the refusal is expected, and we stay.
+        self.player.request(Leave(), table, expect=LEAVE_CODES)
         # Updates come before the reply on our inbox: a game that started is known by now.
         if track is not None and track.last is not None and track.last.status == "playing":
             return False
@@ -496,6 +500,8 @@ class RaminoPlayer(User):
     def _move(self, track: TableTrack, seen: Seen, view: View) -> None:
         if self.settings.think:
             gevent.sleep(self.settings.think * self.rng.uniform(0.5, 1.5))
+            if track.seq != seen.seq:
+                return  # the table moved on while we thought: its newer update is queued
         command = self.policy.choose(self._rules(view), view, seen.legal, self.rng)
         if self.drop_every:
             period = int(time.time() // (self.settings.drop_every or self.drop_every))
@@ -506,8 +512,8 @@ class RaminoPlayer(User):
         if self.chat_chance and self.rng.random() < self.chat_chance:
             self._chat(track.table)
         request_id = secrets.token_hex(8)
-        seq = track.seq
-        reply = self.player.act(track, command, request_id)
+        seq = seen.seq
+        reply = self.player.act(track, seen, command, request_id)
         if (
             reply is not None
             and reply.ok
@@ -680,15 +686,15 @@ def _timeline(environment: Environment, **_: Any) -> None:
             writer.writeheader()
             while True:
                 gevent.sleep(every)
-                rss = cpu = math.nan
+                rss = cpu = sqlite = traced = math.nan
                 # A server that is busy or gone leaves the cells empty.
                 if metrics:
                     with contextlib.suppress(OSError):
-                        rss, cpu = read_server_metrics(metrics)
+                        rss, cpu, sqlite, traced = read_server_metrics(metrics)
                 now = time.monotonic()
                 runner = environment.runner
                 users = runner.user_count if runner is not None else 0
-                writer.writerow(window.row(now, now - started, users, rss, cpu))
+                writer.writerow(window.row(now, now - started, users, rss, cpu, sqlite, traced))
                 handle.flush()
 
     gevent.spawn(write)

@@ -509,12 +509,22 @@ class Player:
             self.fire(KIND_COMMAND, name, elapsed, len(payload), exception=error)
         return reply
 
-    def act(self, track: TableTrack, command: GameCommand, request_id: str = "") -> Reply | None:
-        """Play ``command`` at the last seq seen; a stale one catches up from the refusal."""
+    def act(
+        self, track: TableTrack, seen: Seen, command: GameCommand, request_id: str = ""
+    ) -> Reply | None:
+        """Play ``command``, chosen from ``seen``, at ``seen``'s seq.
+
+        The seq is the one the choice was made from, not the track's latest: when the table
+        moved on meanwhile (another seat's answer closed a claim window, a timer fired), the
+        server refuses the command with ``table/stale_seq`` and the present (protocol §12,
+        stale commands), an expected refusal, instead of judging the old choice against the
+        new state (``rules/not_your_turn`` for a claim after the window closed). A stale one
+        catches up from the refusal.
+        """
         started = time.perf_counter()
         if command_name(command) == "discard":
-            track.discard_sent, track.discard_seq = started, track.seq
-        reply = self.request(command, track.table, seq=track.seq, request_id=request_id)
+            track.discard_sent, track.discard_seq = started, seen.seq
+        reply = self.request(command, track.table, seq=seen.seq, request_id=request_id)
         if reply is not None and reply.code == "table/stale_seq":
             if isinstance(reply.result, Synced):  # the refusal carries the present
                 if track.accept_synced(reply.result):

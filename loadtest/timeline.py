@@ -4,11 +4,14 @@ With ``--ramino-timeline FILE`` (``ramino loadtest --timeline FILE``) the load p
 writes one CSV row every ``--ramino-timeline-every`` seconds (default 10): the commands answered
 in that window and the p50/p99 of their command -> reply times, and, with
 ``--ramino-server-metrics URL`` (set by ``ramino loadtest --local``), the server's resident
-memory and CPU seconds read from its ``/metrics`` (``ramino serve --metrics``). One Locust
+memory and CPU seconds read from its ``/metrics`` (``ramino serve --metrics``), with the bytes
+SQLite holds and, when the server traces them (``RAMINO_TRACEMALLOC``), those of Python's
+objects. One Locust
 process only (no ``--processes``): the rows are that process's players.
 
 ``python -m loadtest.timeline FILE`` prints the run's trend: the least-squares slope per hour of
-the server's memory and of the windows' p99, with the first, last and extreme values.
+the server's memory (resident, SQLite's, Python's) and of the windows' p99, with the first,
+last and extreme values.
 """
 
 from __future__ import annotations
@@ -44,10 +47,16 @@ FIELDS = (
     "server_rss_mib",
     "server_cpu_s",
     "server_cpu_pct",
+    "server_sqlite_mib",
+    "server_traced_mib",
 )
 """The columns of a timeline file (empty cells: not measured)."""
 
-_METRIC = re.compile(r"^(process_resident_memory_bytes|process_cpu_seconds_total) (\S+)$", re.M)
+_METRIC = re.compile(
+    r"^(process_resident_memory_bytes|process_cpu_seconds_total|ramino_sqlite_memory_bytes"
+    r"|ramino_python_traced_bytes) (\S+)$",
+    re.M,
+)
 
 
 def percentile(values: Sequence[float], share: float) -> float:
@@ -76,14 +85,18 @@ def slope_per_hour(points: Sequence[tuple[float, float]]) -> float:
     return slope * 3600.0
 
 
-def read_server_metrics(url: str, timeout: float = 5.0) -> tuple[float, float]:
-    """The server's resident memory (bytes) and CPU seconds from its ``/metrics`` page."""
+def read_server_metrics(url: str, timeout: float = 5.0) -> tuple[float, float, float, float]:
+    """The server's resident memory (bytes), CPU seconds, SQLite's bytes and the bytes of
+    Python objects it traces (``RAMINO_TRACEMALLOC``; NaN when not traced) from its
+    ``/metrics`` page."""
     with urllib.request.urlopen(url, timeout=timeout) as response:
         text = response.read().decode()
     found = dict(_METRIC.findall(text))
     return (
         float(found.get("process_resident_memory_bytes", "nan")),
         float(found.get("process_cpu_seconds_total", "nan")),
+        float(found.get("ramino_sqlite_memory_bytes", "nan")),
+        float(found.get("ramino_python_traced_bytes", "nan")),
     )
 
 
@@ -97,7 +110,14 @@ class Window:
     """(monotonic time, server CPU seconds) of the previous row."""
 
     def row(
-        self, now: float, elapsed: float, users: int, rss: float, cpu_s: float
+        self,
+        now: float,
+        elapsed: float,
+        users: int,
+        rss: float,
+        cpu_s: float,
+        sqlite: float = math.nan,
+        traced: float = math.nan,
     ) -> dict[str, str]:
         """The row of the window ending at ``now`` (and start the next window)."""
         seconds = max(now - self.started, 1e-9)
@@ -117,6 +137,8 @@ class Window:
             "server_rss_mib": "" if math.isnan(rss) else f"{rss / 2**20:.1f}",
             "server_cpu_s": "" if math.isnan(cpu_s) else f"{cpu_s:.2f}",
             "server_cpu_pct": cpu_pct,
+            "server_sqlite_mib": "" if math.isnan(sqlite) else f"{sqlite / 2**20:.1f}",
+            "server_traced_mib": "" if math.isnan(traced) else f"{traced / 2**20:.1f}",
         }
         self.started = now
         self.latencies_ms = []
@@ -150,9 +172,22 @@ def _number(text: str) -> float:
 def trend(rows: Sequence[dict[str, str]], skip_seconds: float = 0.0) -> Trend:
     """The trend of timeline ``rows``, leaving out those of the first ``skip_seconds`` (the
     ramp-up)."""
-    kept = [row for row in rows if _number(row["elapsed_s"]) >= skip_seconds]
+    kept = [dict(row) for row in rows if _number(row["elapsed_s"]) >= skip_seconds]
+    for row in kept:
+        # What the resident memory holds besides SQLite's caches: flat once Python's heap is.
+        rest = _number(row.get("server_rss_mib", "")) - _number(row.get("server_sqlite_mib", ""))
+        row["server_rss_less_sqlite_mib"] = "" if math.isnan(rest) else f"{rest:.1f}"
     figures: dict[str, tuple[float, float, float, float, float]] = {}
-    for name in ("server_rss_mib", "p99_ms", "p50_ms", "commands_per_s", "server_cpu_pct"):
+    for name in (
+        "server_rss_mib",
+        "server_sqlite_mib",
+        "server_rss_less_sqlite_mib",
+        "server_traced_mib",
+        "p99_ms",
+        "p50_ms",
+        "commands_per_s",
+        "server_cpu_pct",
+    ):
         points = [(_number(row["elapsed_s"]), _number(row.get(name, ""))) for row in kept]
         values = [v for _, v in points if not math.isnan(v)]
         if not values:

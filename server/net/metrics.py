@@ -45,6 +45,7 @@ from prometheus_client.utils import floatToGoString
 
 from protocol.game import COMMAND_TYPES as GAME_COMMANDS
 from protocol.messages import Reply, Resync
+from server.net.memory import sqlite_memory_bytes, traced_bytes
 
 if TYPE_CHECKING:
     from server.net.gateway import Gateway
@@ -359,6 +360,20 @@ class _ServerCollector(Collector):
         for (status, variant), count in sorted(counts.items()):
             tables.add_metric([status, variant], count)
         yield tables
+        sqlite = sqlite_memory_bytes()
+        if sqlite is not None:
+            yield GaugeMetricFamily(
+                "ramino_sqlite_memory_bytes",
+                "Bytes SQLite holds in this process (page caches, statements), all connections.",
+                value=sqlite,
+            )
+        traced = traced_bytes()
+        if traced is not None:
+            yield GaugeMetricFamily(
+                "ramino_python_traced_bytes",
+                "Bytes of live Python objects, while RAMINO_TRACEMALLOC traces allocations.",
+                value=traced,
+            )
         gateway = metrics.gateway
         yield CounterMetricFamily(
             "ramino_refused_messages",

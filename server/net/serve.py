@@ -37,6 +37,7 @@ from server.net.broker_limits import BrokerLimits, raise_file_limit
 from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
 from server.net.guests import Guests
+from server.net.memory import install_report_signal, start_tracing
 from server.net.metrics import Metrics, parse_listen, serve_metrics
 from server.net.web import ReplaySource, page_url, parse_web, serve_page, static_site
 from server.net.workers import DEFAULT_TTL, Worker, WorkerError
@@ -513,11 +514,14 @@ async def serve(config: ServeConfig, announce: Callable[[str], None] | None = No
     if announce is None:
         announce = _say
     raise_file_limit()  # idle sockets must not run out of file descriptors (logged)
+    frames = start_tracing()  # RAMINO_TRACEMALLOC (server.net.memory)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
+    with contextlib.suppress(NotImplementedError, AttributeError):
+        install_report_signal(loop)  # kill -USR1: a memory report in the log
     async with running(config, announce=announce) as server:
         tune_gc()  # after start-up and recovery: no long collector pauses under load
         where = "embedded broker" if config.broker == "embedded" else "broker"
@@ -537,5 +541,7 @@ async def serve(config: ServeConfig, announce: Callable[[str], None] | None = No
             announce(f"ramino: metrics on http://{host}:{server.metrics_port}/metrics")
         if server.web_url:
             announce(f"ramino: play in a browser at {server.web_url}")
+        if frames:
+            announce(f"ramino: tracing Python's allocations ({frames} frame(s)); SIGUSR1 reports")
         await stop.wait()
         announce("ramino: stopping")

@@ -103,12 +103,12 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITH
 """
 
 
-def _connect(path: str) -> sqlite3.Connection:
+def _connect(path: str, cache_kib: int) -> sqlite3.Connection:
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=FULL")
     connection.execute("PRAGMA busy_timeout=30000")
-    connection.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    connection.execute(f"PRAGMA cache_size=-{int(cache_kib)}")
     return connection
 
 
@@ -175,7 +175,9 @@ _Answer = tuple[asyncio.Future[int], BaseException | None, int]
 class SqliteStore:
     """An ``EventStore`` in one SQLite file. Build it with ``await SqliteStore.open(path)``."""
 
-    def __init__(self, path: str, max_delay: float, max_batch: int) -> None:
+    def __init__(
+        self, path: str, max_delay: float, max_batch: int, cache_kib: int = CACHE_KIB
+    ) -> None:
         self.path = path
         self.max_delay = max_delay
         self.max_batch = int(max_batch)
@@ -187,7 +189,7 @@ class SqliteStore:
         # The writer's cache of last seqs, trusted while PRAGMA data_version stays this value.
         self._heads: dict[str, int] = {}
         self._data_version: int | None = None
-        self._writer_connection = _connect(path)
+        self._writer_connection = _connect(path, cache_kib)
         self._writer_connection.execute("PRAGMA wal_autocheckpoint=0")  # the writer does it
         self._commits_to_checkpoint = 16  # until the first checkpoint tells the rate
         self._commits_since_checkpoint = 0
@@ -196,21 +198,26 @@ class SqliteStore:
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
         )
-        self._reader_connection = _connect(path)
+        self._reader_connection = _connect(path, cache_kib)
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-reader")
         self._writer = threading.Thread(target=self._write_loop, name="sqlite-writer", daemon=True)
         self._writer.start()
 
     @classmethod
     async def open(
-        cls, path: str, max_delay: float = 0.0, max_batch: float = MAX_BATCH
+        cls,
+        path: str,
+        max_delay: float = 0.0,
+        max_batch: float = MAX_BATCH,
+        cache_kib: float = CACHE_KIB,
     ) -> SqliteStore:
         """Open (creating if needed) the store in file ``path``.
 
         ``max_delay`` is how long the writer waits for more appends to share a transaction;
-        ``max_batch`` caps the requests in one transaction.
+        ``max_batch`` caps the requests in one transaction; ``cache_kib`` is the page cache of
+        each of its two connections.
         """
-        return await asyncio.to_thread(cls, path, max_delay, int(max_batch))
+        return await asyncio.to_thread(cls, path, max_delay, int(max_batch), int(cache_kib))
 
     # Writing ---------------------------------------------------------------------------------
 

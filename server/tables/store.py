@@ -254,8 +254,9 @@ def seats_json(seats: tuple[str, ...]) -> str:
     return json.dumps(list(seats))
 
 
-STORE_OPTIONS = ("max_batch", "max_delay")
-"""Writer options a store URL may carry in its query (``?max_batch=128&max_delay=0.002``)."""
+STORE_OPTIONS = ("max_batch", "max_delay", "cache_kib")
+"""Options a store URL may carry in its query (``?max_batch=128&max_delay=0.002``): the
+writer's, and SQLite's page cache per connection (``cache_kib``)."""
 
 
 def store_options(url: str) -> tuple[str, dict[str, float]]:
@@ -281,7 +282,7 @@ def store_options(url: str) -> tuple[str, dict[str, float]]:
             number = float(value)
         except ValueError:
             number = -1.0
-        if number < 0 or (key == "max_batch" and number < 1):
+        if number < 0 or (key in ("max_batch", "cache_kib") and number < 1):
             raise StoreConfigError(f"store option {key}={value!r}: a positive number is needed")
         options[key] = number
     return (f"{base}?{'&'.join(kept)}" if kept else base), options
@@ -289,7 +290,8 @@ def store_options(url: str) -> tuple[str, dict[str, float]]:
 
 async def open_store(url: str, **options: float) -> EventStore:
     """Open the store at ``url``: ``sqlite:///PATH`` (or a bare path) or ``postgresql://...``;
-    its query may set the writer's ``max_batch`` and ``max_delay`` (``options`` win).
+    its query may set the writer's ``max_batch`` and ``max_delay``, and SQLite's ``cache_kib``
+    (``options`` win).
 
     Raises:
         StoreConfigError: the URL names no supported backend, or a bad option.
@@ -299,6 +301,8 @@ async def open_store(url: str, **options: float) -> EventStore:
     if url.startswith(("postgresql://", "postgres://")):
         from server.tables.postgres_store import PostgresStore
 
+        if "cache_kib" in options:
+            raise StoreConfigError("store option cache_kib: SQLite only")
         return await PostgresStore.open(url, **options)
     if url.startswith("sqlite://"):
         path = url.removeprefix("sqlite://")

@@ -63,6 +63,32 @@ def test_a_window_row_counts_its_commands_and_the_server_cpu_share() -> None:
     assert (second["p99_ms"], second["server_rss_mib"]) == ("", "")
 
 
+def test_a_window_row_carries_the_server_sqlite_and_python_bytes() -> None:
+    window = Window(started=0.0)
+    row = window.row(10.0, 10.0, 2, 64 * 2**20, 1.0, 5 * 2**20, 2**19)
+    assert (row["server_sqlite_mib"], row["server_traced_mib"]) == ("5.0", "0.5")
+    empty = window.row(20.0, 20.0, 2, 64 * 2**20, 2.0)  # not read: empty cells
+    assert (empty["server_sqlite_mib"], empty["server_traced_mib"]) == ("", "")
+
+
+def test_the_trend_sets_the_resident_memory_less_sqlite_apart() -> None:
+    # RSS 100 MiB + 2 MiB a minute, of which SQLite's caches 10 MiB + 2 MiB a minute: the
+    # rest is flat at 90 MiB (slope 0), SQLite's slope 120 MiB/h.
+    rows = []
+    for k in range(5):
+        row = dict.fromkeys(FIELDS, "")
+        row["elapsed_s"] = f"{60.0 * k:.1f}"
+        row["server_rss_mib"] = f"{100.0 + 2.0 * k:.1f}"
+        row["server_sqlite_mib"] = f"{10.0 + 2.0 * k:.1f}"
+        rows.append(row)
+    figures = trend(rows).figures
+    assert figures["server_sqlite_mib"][4] == pytest.approx(120.0)
+    assert figures["server_rss_less_sqlite_mib"][:4] == (90.0, 90.0, 90.0, 90.0)
+    assert figures["server_rss_less_sqlite_mib"][4] == pytest.approx(0.0)
+    rows[2]["server_sqlite_mib"] = ""  # not read: that row has no difference
+    assert trend(rows).figures["server_rss_less_sqlite_mib"][4] == pytest.approx(0.0)
+
+
 def _rows(path: Path) -> list[dict[str, str]]:
     # Ten minutes of 60-s rows: RSS 100 MiB + 0.5 MiB a minute (30 MiB/h), p99 flat at 40 ms
     # but a ramp-up row at t=0 of 500 ms that the default skip of 60 s leaves out.

@@ -353,6 +353,7 @@ async def serving(
     grace_seconds: float = 30.0,
     waiting_ttl: float = 1800.0,
     finished_ttl: float = 300.0,
+    claim_seconds: float = 10.0,
 ) -> AsyncIterator[Running]:
     """``ramino serve`` in this process on ``broker``, with a SQLite store in ``folder`` (and
     by default a rate limit out of the way)."""
@@ -364,6 +365,7 @@ async def serving(
         grace_seconds=grace_seconds,
         waiting_ttl=waiting_ttl,
         finished_ttl=finished_ttl,
+        claim_seconds=claim_seconds,
         limits=limits or Limits(rate=10_000, burst=10_000),
         mqtt5=broker.kind == "mosquitto",  # the embedded broker speaks MQTT 3.1.1 only
     )

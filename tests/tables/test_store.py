@@ -285,6 +285,22 @@ def test_a_store_url_carries_writer_options() -> None:
             store_options(f"sqlite:///r.db?{bad}")
 
 
+async def test_the_sqlite_cache_size_rides_in_the_url_and_only_for_sqlite(tmp_path: Path) -> None:
+    assert store_options("sqlite:///r.db?cache_kib=4096") == ("sqlite:///r.db", {"cache_kib": 4096})
+    with pytest.raises(StoreConfigError):
+        store_options("sqlite:///r.db?cache_kib=0")
+    with pytest.raises(StoreConfigError, match="SQLite only"):
+        await open_store("postgresql://127.0.0.1:1/none?cache_kib=4096")
+    store = await open_store(f"sqlite:///{tmp_path}/cache.db?cache_kib=2048")
+    try:
+        assert isinstance(store, SqliteStore)
+        pragma = "PRAGMA cache_size"
+        assert (-2048,) == store._writer_connection.execute(pragma).fetchone()
+        assert (-2048,) == store._reader_connection.execute(pragma).fetchone()
+    finally:
+        await store.close()
+
+
 async def test_the_url_options_reach_the_writer(tmp_path: Path) -> None:
     store = await open_store(f"sqlite:///{tmp_path}/options.db?max_batch=7")
     try:
