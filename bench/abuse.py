@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime
 import json
 import logging
@@ -52,14 +51,12 @@ from pathlib import Path
 
 import msgspec
 
+from bench.players import turns
 from bench.server import git_state, load, milliseconds, percentile, stop_process, verdict
-from bots.policies.base import find_policy
 from protocol import topics
 from protocol.client import Client, RequestFailed
 from protocol.codec import encode
-from protocol.game import Command
 from protocol.messages import Hello, ListVariants, Request
-from server.engine import Rules, make_rules
 from server.net.accounts import Accounts, random_password
 from server.net.embedded import SERVER_USER
 from tests.net.conftest import connect_packet, mqtt_text, remaining_length
@@ -326,24 +323,8 @@ class Probe:
 
 async def play(client: Client, table: str, is_host: bool, policy: str, probe: Probe) -> None:
     """Play ``client``'s seat as fast as the server answers, game after game."""
-    chooser = find_policy(policy)
     rng = random.Random(client.username)
-    session = client.table(table)
-    rules: Rules | None = None
-    async for update in session.updates():
-        if update.seq != session.seq:
-            continue
-        if update.status == "finished":
-            if is_host:
-                with contextlib.suppress(RequestFailed):
-                    await session.rematch()
-            continue
-        seen = update.view
-        if not update.legal or seen is None:
-            continue
-        if rules is None:
-            rules = make_rules(seen.variant, seen.options, seen.players)
-        command: Command = chooser.choose(rules, seen, update.legal, rng)
+    async for session, command in turns(client, table, is_host, policy, rng):
         sent = time.monotonic()
         try:
             await session.act(command, check=False)

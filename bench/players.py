@@ -21,11 +21,11 @@ import os
 import random
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from bots.policies.base import find_policy
-from protocol.client import Client, RequestFailed
+from protocol.client import Client, RequestFailed, TableSession
 from protocol.game import Command
 from protocol.runtime import tune_gc
 from protocol.transport import Message
@@ -193,6 +193,38 @@ async def worker_main(spec: WorkerSpec, connection: multiprocessing.connection.C
     connection.send(tally)
 
 
+async def turns(
+    client: Client,
+    table: str,
+    is_host: bool,
+    policy_name: str,
+    rng: random.Random,
+    finished: Callable[[], None] | None = None,
+) -> AsyncIterator[tuple[TableSession, Command]]:
+    """``client``'s seat at ``table``, game after game: yields the session and the command
+    ``policy_name`` chooses each time the seat may act; at each game's end the host calls
+    ``finished`` and asks for the rematch."""
+    policy = find_policy(policy_name)
+    session = client.table(table)
+    rules: Rules | None = None
+    async for update in session.updates():
+        if update.seq != session.seq:
+            continue  # a newer update is already queued
+        if update.status == "finished":
+            if is_host:
+                if finished is not None:
+                    finished()
+                with contextlib.suppress(RequestFailed):
+                    await session.rematch()
+            continue
+        seen = update.view
+        if not update.legal or seen is None:
+            continue
+        if rules is None:
+            rules = make_rules(seen.variant, seen.options, seen.players)
+        yield session, policy.choose(rules, seen, update.legal, rng)
+
+
 async def play(
     client: Client,
     table: str,
@@ -205,26 +237,14 @@ async def play(
 ) -> None:
     """Play ``client``'s seat as fast as the server answers (or when ``pacer`` says), game
     after game (the host asks for the rematch); count what the window sees."""
-    policy = find_policy(policy_name)
-    rng = random.Random(seed)
-    session = client.table(table)
-    rules: Rules | None = None
-    async for update in session.updates():
-        if update.seq != session.seq:
-            continue  # a newer update is already queued
-        if update.status == "finished":
-            if is_host:
-                if window.recording:
-                    tally.games += 1
-                with contextlib.suppress(RequestFailed):
-                    await session.rematch()
-            continue
-        seen = update.view
-        if not update.legal or seen is None:
-            continue
-        if rules is None:
-            rules = make_rules(seen.variant, seen.options, seen.players)
-        command: Command = policy.choose(rules, seen, update.legal, rng)
+
+    def finished() -> None:
+        if window.recording:
+            tally.games += 1
+
+    async for session, command in turns(
+        client, table, is_host, policy_name, random.Random(seed), finished
+    ):
         if pacer is not None:
             await asyncio.sleep(max(0.0, pacer.next_due() - time.monotonic()))
         sent = time.monotonic()

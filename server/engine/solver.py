@@ -1894,7 +1894,15 @@ def _set_choice(context: _Context, mask: int, rank: int, least: int) -> tuple[in
 
 def _deadwood_with_sets(context: _Context, mask: int, ranks: int) -> int:
     """Least deadwood of a one-deck, joker-free face mask with the ranks in ``ranks`` held in
-    three suits or more.
+    three suits or more (``_least_set_choice``)."""
+    return _least_set_choice(context, mask, ranks)[0]
+
+
+def _least_set_choice(
+    context: _Context, mask: int, ranks: int
+) -> tuple[int, tuple[int, ...], bool]:
+    """The least deadwood of a one-deck, joker-free face mask with the ranks in ``ranks`` held
+    in three suits or more, the choice of sets that gives it and whether another choice ties.
 
     One deck holds at most one set of a rank, so every partition is: for each such rank, one
     of its sets or none; the cards left go to runs, suit by suit (``run_deadwood``).
@@ -1903,6 +1911,8 @@ def _deadwood_with_sets(context: _Context, mask: int, ranks: int) -> int:
     sets_of = context.tables.sets_of
     choices = [(0, *sets_of[mask & _SPREAD << rank]) for rank in _bits(ranks)]
     best = -1
+    tie = False
+    best_choice: tuple[int, ...] = ()
     for chosen in itertools.product(*choices):
         rest = mask
         for faces in chosen:
@@ -1914,8 +1924,10 @@ def _deadwood_with_sets(context: _Context, mask: int, ranks: int) -> int:
             + spades_table[rest >> 39]
         )
         if best < 0 or total < best:
-            best = total
-    return best
+            best, best_choice, tie = total, chosen, False
+        elif total == best:
+            tie = True
+    return best, best_choice, tie
 
 
 def _scan_best_melds(context: _Context, mask: int) -> tuple[tuple[Meld, ...], int]:
@@ -2053,26 +2065,7 @@ def _best_melds_with_sets(context: _Context, mask: int, ranks: int) -> tuple[tup
     so the tie rule's scan picks them and, suit by suit, the runs ``suit_melds`` picks for the
     rest. When several tie, the scan runs on the whole hand.
     """
-    clubs_table, diamonds_table, hearts_table, spades_table = context.run_deadwood
-    sets_of = context.tables.sets_of
-    choices = [(0, *sets_of[mask & _SPREAD << rank]) for rank in _bits(ranks)]
-    best = -1
-    tie = False
-    best_choice: tuple[int, ...] = ()
-    for chosen in itertools.product(*choices):
-        rest = mask
-        for faces in chosen:
-            rest ^= faces
-        total = (
-            clubs_table[rest & _SUIT_MASK]
-            + diamonds_table[rest >> 13 & _SUIT_MASK]
-            + hearts_table[rest >> 26 & _SUIT_MASK]
-            + spades_table[rest >> 39]
-        )
-        if best < 0 or total < best:
-            best, best_choice, tie = total, chosen, False
-        elif total == best:
-            tie = True
+    best, best_choice, tie = _least_set_choice(context, mask, ranks)
     if tie:
         return _scan_best_melds(context, mask)
     rest = mask

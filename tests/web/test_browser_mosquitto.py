@@ -52,16 +52,23 @@ def test_two_accounts_play_through_mosquitto_websockets(
 ) -> None:
     """alice opens a private table; bob, by her invite link, takes a seat; she starts the game
     and both see ten cards (Gin Rummy deals ten), all over Mosquitto's WebSocket listener."""
+    _alice_invites_bob_to_gin(mosquitto, mosquitto_site, browser)
+
+
+def _alice_invites_bob_to_gin(mosquitto: MosquittoBroker, site: str, browser: Browser) -> None:
+    """alice logs in at ``site``, opens a private Gin Rummy table with no error shown; bob
+    takes a seat by her invite link; she starts the game and both pages show ten cards."""
     host = browser.new_context().new_page()
-    host.goto(mosquitto_site)
+    host.goto(site)
     host.fill("#name", "alice")
     host.fill("#password", mosquitto.users["alice"])
     host.click("#login-button")
     expect(host.locator("#lobby")).to_be_visible(timeout=STEP)
     host.check("#private")
     _create(host, "gin")
+    expect(host.locator("#error")).to_have_text("")
     link = host.inner_text("#invite").removeprefix("Invite link: ").strip()
-    assert link.startswith(f"{mosquitto_site}#join=")
+    assert link.startswith(f"{site}#join=")
     guest = browser.new_context().new_page()
     guest.goto(link)
     guest.fill("#name", "bob")
@@ -104,24 +111,4 @@ def test_the_page_uses_its_own_lobby_shard(
     (protocol §3) and bob's on shard 0: alice creates a table and bob joins it by its invite
     link, and the game starts, so both pages sent their lobby commands where a worker reads
     them."""
-    host = browser.new_context().new_page()
-    host.goto(worker_site)
-    host.fill("#name", "alice")
-    host.fill("#password", mosquitto.users["alice"])
-    host.click("#login-button")
-    expect(host.locator("#lobby")).to_be_visible(timeout=STEP)
-    host.check("#private")
-    _create(host, "gin")
-    expect(host.locator("#error")).to_have_text("")
-    link = host.inner_text("#invite").removeprefix("Invite link: ").strip()
-    guest = browser.new_context().new_page()
-    guest.goto(link)
-    guest.fill("#name", "bob")
-    guest.fill("#password", mosquitto.users["bob"])
-    guest.click("#login-button")
-    guest.get_by_role("button", name="Take a seat").click(timeout=STEP)
-    host.get_by_role("button", name="Start the game").click(timeout=STEP)
-    for page in (host, guest):
-        expect(page.locator("#hand .card")).to_have_count(10, timeout=STEP)
-    host.context.close()
-    guest.context.close()
+    _alice_invites_bob_to_gin(mosquitto, worker_site, browser)
