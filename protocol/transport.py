@@ -12,6 +12,7 @@ what is published during one pass of the event loop leaves in one write.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import secrets
@@ -22,6 +23,9 @@ from urllib.parse import urlsplit
 
 import gmqtt
 from gmqtt.mqtt.constants import MQTTv50, MQTTv311
+
+SUBSCRIBE_RETRY = 0.05
+"""Seconds before a SUBSCRIBE or UNSUBSCRIBE that found no packet id free is tried again."""
 
 __all__ = [
     "BrokerAddress",
@@ -201,6 +205,10 @@ class Transport:
         """How many times the connection was made (1 + reconnections)."""
         self.dropped = 0
         """Messages dropped because the inbound queue was full."""
+        self._deferred: collections.deque[tuple[bool, list[str], int]] = collections.deque()
+        self.deferred = 0
+        """Times a SUBSCRIBE or UNSUBSCRIBE waited for the broker to acknowledge packets of
+        ours first (no packet id was left)."""
         self.downgraded = 0
         """QoS 1 messages sent at QoS 0 because the broker had not yet acknowledged as many
         as it lets a client have in flight (its MQTT 5 "receive maximum")"""
@@ -284,7 +292,7 @@ class Transport:
         for topic in fresh:
             self._subscriptions[topic] = qos
         if fresh and self.connected.is_set():
-            self._client.subscribe([self._subscription(topic, qos) for topic in fresh])
+            self._send(True, fresh, qos)
 
     def _subscription(self, topic: str, qos: int) -> gmqtt.Subscription:
         return gmqtt.Subscription(topic, qos=qos, retain_as_published=self.mqtt5)
@@ -293,7 +301,41 @@ class Transport:
         """Stop receiving ``topics``."""
         gone = [topic for topic in topics if self._subscriptions.pop(topic, None) is not None]
         if gone and self.connected.is_set():
-            self._client.unsubscribe(gone)
+            self._send(False, gone, 0)
+
+    def _send(self, subscribe: bool, topics: list[str], qos: int) -> None:
+        """Send a SUBSCRIBE (or UNSUBSCRIBE) of ``topics``, or, while the broker holds as many
+        of our packets unacknowledged as it allows (no packet id left: its MQTT 5 "receive
+        maximum"), keep it, after those kept before, for ``_retry`` (counted in ``deferred``)."""
+        if self._deferred:
+            self._deferred.append((subscribe, topics, qos))
+            return
+        try:
+            if subscribe:
+                self._client.subscribe([self._subscription(topic, qos) for topic in topics])
+            else:
+                self._client.unsubscribe(topics)
+        except OverflowError:  # gmqtt: no packet id left
+            self._deferred.append((subscribe, topics, qos))
+            self._retry_later()
+
+    def _retry_later(self) -> None:
+        self.deferred += 1
+        asyncio.get_running_loop().call_later(SUBSCRIBE_RETRY, self._retry)
+
+    def _retry(self) -> None:
+        """Send the subscriptions kept by ``_send``, in order, until ids run out again."""
+        while self._deferred and self.connected.is_set():
+            subscribe, topics, qos = self._deferred[0]
+            try:
+                if subscribe:
+                    self._client.subscribe([self._subscription(t, qos) for t in topics])
+                else:
+                    self._client.unsubscribe(topics)
+            except OverflowError:
+                self._retry_later()
+                return
+            self._deferred.popleft()
 
     def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False) -> None:
         """Queue a message for the broker (QoS 1 messages are resent after a reconnection).
@@ -371,12 +413,13 @@ class Transport:
         if socket is not None and not isinstance(socket, _Coalescing):
             # gmqtt has no hook for this
             protocol._transport = _Coalescing(socket, self.write_spacing)
+        self._deferred.clear()  # what they asked for is in ``_subscriptions``, sent below
         if self._subscriptions:
             by_qos: dict[int, list[str]] = {}
             for topic, qos in self._subscriptions.items():
                 by_qos.setdefault(qos, []).append(topic)
             for qos, topics in by_qos.items():
-                client.subscribe([self._subscription(topic, qos) for topic in topics])
+                self._send(True, topics, qos)
         self.lost.clear()
         self.connected.set()
 
