@@ -121,6 +121,9 @@ def describe_event(
             reason=reason,
             rummy=rummy,
             points=points,
+            counts=counts,
+            shown=shown,
+            laid_off=laid_off,
         ):
             if reason == "undercut":
                 head = f"{who(winner)} {_KNOCK_REASONS[reason]}"
@@ -132,6 +135,15 @@ def describe_event(
                 head = _REASONS.get(reason, reason)
             if winner >= 0 and (winner != ended_by or reason == "knock"):
                 head += f"; {who(winner)} wins the hand"
+            # Knock and Gin Rummy: what the others showed against the knock (the knocker's
+            # melds were in the knock's own line).
+            for seat, melds in enumerate(shown):
+                if seat != ended_by:
+                    spread = ", ".join(f"[{describe_spec(spec)}]" for spec in melds) or "no melds"
+                    head += f"; {who(seat)} shows {spread}"
+                    if laid_off:
+                        head += f", lays off {format_cards(laid_off)}"
+                    head += f", {counts[seat]} unmatched"
             scored = ", ".join(f"{who(seat)} {point}" for seat, point in enumerate(points))
             return f"hand {hand} over: {head}; points: {scored}"
         case GameEnded(winners=winners, totals=totals):

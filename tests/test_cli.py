@@ -193,3 +193,35 @@ def test_serve_refuses_a_guest_names_file_it_cannot_read_or_write(
         )
         assert 2 == status
         assert str(path) in err
+
+
+def test_a_knock_s_end_shows_what_the_defender_showed_and_laid_off() -> None:
+    """The hand-end line of a Gin knock names the defender's melds, the cards laid off on the
+    knocker's and the unmatched points left; the knocker's melds were in the knock's line.
+
+    The case: bot1 knocks with 4 unmatched; bot2 shows 2C 3C 4C, lays JH off and keeps KD (10)
+    and 9S (9): 19 unmatched, so bot1 scores 19 - 4 = 15 (RULES.md, Gin Rummy: the knocker wins
+    the difference)."""
+    from protocol.cards import parse_card, parse_cards
+    from protocol.game import HandEnded, MeldSpec
+    from server.narration import describe_event
+
+    run = parse_cards("2C 3C 4C")
+    event = HandEnded(
+        hand=1,
+        winner=0,
+        reason="knock",
+        rummy=False,
+        hands=((), ()),
+        counts=(4, 19),
+        points=("15", "0"),
+        totals=("15", "0"),
+        shown=((), (MeldSpec(run, tuple(run)),)),
+        laid_off=(parse_card("JH"),),
+        ended_by=0,
+    )
+    line = describe_event(event, ["bot1", "bot2"])
+    assert line == (
+        "hand 1 over: bot1 knocks; bot1 wins the hand; bot2 shows [2C 3C 4C], lays off JH,"
+        " 19 unmatched; points: bot1 15, bot2 0"
+    )
