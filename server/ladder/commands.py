@@ -246,13 +246,15 @@ def _command_status(args: argparse.Namespace) -> int:
     for pool, info in data["pools"].items():
         print()
         print(f"{pool}: {info['results']} results, {info['entrants_rated']} entrants rated")
-        _print_board(info["leaderboard"])
+        _print_board(info["leaderboard"], data["min_matches"])
     return 0
 
 
-def _print_board(rows: list[dict[str, Any]]) -> None:
+def _print_board(rows: list[dict[str, Any]], minimum: int) -> None:
     if not rows:
-        print("  (nobody listed yet)")
+        print(
+            f"  (nobody listed yet: an entrant is listed after {minimum} matches; --all lists all)"
+        )
         return
     print(
         f"  {'#':>2} {'entrant':<16} {'mu-3s':>7} {'mu':>7} {'sigma':>6} {'matches':>7} {'wins':>5}"
@@ -278,7 +280,7 @@ def _command_leaderboard(args: argparse.Namespace) -> int:
         return 0
     for pool, rows in boards.items():
         print(f"{pool}:")
-        _print_board(rows)
+        _print_board(rows, minimum)
     return 0
 
 

@@ -136,3 +136,23 @@ def test_bad_requests_get_coded_errors(
     status, _, err = _run(capsys, "ladder", *argv, "--store", filled)
     assert 2 == status
     assert f"[{code}]" in err
+
+
+def test_an_empty_leaderboard_says_when_entrants_are_listed(
+    filled: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a minimum above every entrant's matches (40 matches over two pools cannot give
+    anyone 1,000), the text board names the minimum and ``--all`` instead of a bare "nobody"."""
+    status, out, _ = _run(
+        capsys,
+        "ladder",
+        "leaderboard",
+        "--store",
+        filled,
+        "--pool",
+        "knock-2",
+        "--min-matches",
+        "1000",
+    )
+    assert 0 == status
+    assert "an entrant is listed after 1000 matches; --all lists all" in out
