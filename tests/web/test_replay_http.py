@@ -177,6 +177,8 @@ def _cards(value: dict[str, Any]) -> set[int]:
             collect(item.get("cards", []))
 
     for key in _CARD_KEYS:
-        collect(value.get(key, []))
+        item = value.get(key, [])
+        if isinstance(item, list):  # ``hand`` is also a hand's number (deck_committed)
+            collect(item)
     found.discard(-1)
     return found
