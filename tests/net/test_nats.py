@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import random
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import bcrypt
@@ -59,6 +60,10 @@ test_others_inbox_and_command_topics_are_closed = (
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 10.0
+ATTEMPT = 5.0
+"""How long one subscriber waits for retained messages (:func:`_retained`)."""
+RETAINED_WAIT = 30.0
+"""How long a node may take to learn another node's retained messages."""
 """Seconds to wait for something that must happen."""
 
 
@@ -269,10 +274,30 @@ def _client(cluster: NatsCluster, name: str, node: int, tap: Inbox | None = None
 
 
 async def _retained(
-    cluster: NatsCluster, node: int, wanted: list[str], subscription: str = ""
+    cluster: NatsCluster,
+    node: int,
+    wanted: list[str],
+    subscription: str = "",
+    until: Callable[[dict[str, bytes]], bool] = lambda got: True,
 ) -> dict[str, bytes]:
     """The retained messages a new subscriber on ``node`` receives (to ``wanted``, or to
-    ``subscription``), once every topic of ``wanted`` has come."""
+    ``subscription``), once every topic of ``wanted`` has come and ``until`` holds of them.
+
+    A node learns another node's retained messages from a JetStream stream, a little after they
+    were published: a subscriber that got none, or ``until`` refuses, is replaced by a new one
+    (every ATTEMPT seconds, for at most RETAINED_WAIT seconds in all)."""
+    async with asyncio.timeout(RETAINED_WAIT):
+        while True:
+            got = await _retained_once(cluster, node, wanted, subscription)
+            if got is not None and until(got):
+                return got
+
+
+async def _retained_once(
+    cluster: NatsCluster, node: int, wanted: list[str], subscription: str
+) -> dict[str, bytes] | None:
+    """What one new subscriber on ``node`` receives within ATTEMPT seconds; ``None`` unless
+    every topic of ``wanted`` came."""
     got: dict[str, bytes] = {}
     arrived = asyncio.Event()
 
@@ -286,11 +311,12 @@ async def _retained(
     await reader.connect(parse_broker_urls(cluster.nodes[node].url))
     try:
         reader.subscribe(*([subscription] if subscription else wanted))
-        async with asyncio.timeout(WAIT):
-            await arrived.wait()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(ATTEMPT):
+                await arrived.wait()
     finally:
         await reader.close()
-    return got
+    return got if arrived.is_set() else None
 
 
 async def test_players_on_other_nodes_play_to_the_end_and_see_no_hidden_card(
@@ -321,7 +347,16 @@ async def test_players_on_other_nodes_play_to_the_end_and_see_no_hidden_card(
                 *(_play(client, table, seed, []) for seed, client in enumerate((alice, bob)))
             )
             wanted = [topics.table_state(table), topics.lobby_listing(table)]
-            seen = [await _retained(cluster, node, wanted) for node in range(3)]
+            final = max(finals)
+            seen = [
+                await _retained(
+                    cluster,
+                    node,
+                    wanted,
+                    until=lambda got: decode_snapshot(got[topics.table_state(table)]).seq == final,
+                )
+                for node in range(3)
+            ]
         finally:
             for client in (alice, bob, eve):
                 await client.close()
