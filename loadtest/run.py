@@ -163,6 +163,7 @@ def _mosquitto(folder: Path, names: Sequence[str], password: str) -> Iterator[tu
     ``names`` (all with ``password``); yields its port and the server's password."""
     from server.net.accounts import Accounts, local_mosquitto_config, random_password
     from server.net.embedded import SERVER_USER
+    from server.net.mosquitto_plugin import PluginUnavailable, build_plugin
 
     binary = shutil.which("mosquitto")
     if binary is None:
@@ -175,9 +176,19 @@ def _mosquitto(folder: Path, names: Sequence[str], password: str) -> Iterator[tu
     accounts.save(folder / "passwords")
     shutil.copyfile(DEPLOY / "acl", folder / "acl")
     port = _free_port()
+    try:
+        plugin: Path | None = build_plugin(folder)
+    except PluginUnavailable as error:
+        print(f"ramino loadtest: Mosquitto runs without its publish rate plugin: {error}")
+        plugin = None
     (folder / "mosquitto.conf").write_text(
         local_mosquitto_config(
-            DEPLOY / "mosquitto.conf", port, "127.0.0.1", folder / "passwords", folder / "acl"
+            DEPLOY / "mosquitto.conf",
+            port,
+            "127.0.0.1",
+            folder / "passwords",
+            folder / "acl",
+            plugin=plugin,
         )
     )
     with (folder / "mosquitto.log").open("ab") as log:

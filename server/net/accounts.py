@@ -243,10 +243,15 @@ def local_mosquitto_config(
     password_file: Path,
     acl_file: Path,
     websockets_port: int | None = None,
+    plugin: Path | None = None,
 ) -> str:
     """The Mosquitto config ``template`` (deploy/mosquitto/mosquitto.conf) for a broker of our
     own: the listener on ``host:port``, absolute paths for the password and ACL files, and the
     current user instead of the ``mosquitto`` user, which could not read our 0600 files.
+
+    The ``plugin`` line loads ``plugin`` (the publish rate plugin built by
+    :func:`server.net.mosquitto_plugin.build_plugin`); with ``None`` it and its
+    ``plugin_opt_*`` lines are left out.
 
     A listener whose block (its line and the lines after it up to a blank line) holds
     ``protocol websockets`` listens on ``host:websockets_port``, or is left out, block and all,
@@ -275,6 +280,11 @@ def local_mosquitto_config(
                 line = f"acl_file {acl_file}"
             elif key == "user":
                 continue
+            elif key == "plugin" or key.startswith("plugin_opt_"):
+                if plugin is None:
+                    continue
+                if key == "plugin":
+                    line = f"plugin {plugin}"
             lines.append(line)
     lines.append(f"user {getpass.getuser()}")
     return "\n".join(lines) + "\n"

@@ -105,6 +105,22 @@ def _listening(port: int) -> bool:
         return False
 
 
+def _build_limits_plugin(folder: Path) -> Path | None:
+    """deploy/mosquitto's publish rate plugin (ramino_limits.c) compiled into ``folder``, or
+    ``None`` where there is no C compiler or no Mosquitto headers (the broker then runs
+    without it, as a deployment that did not install it would)."""
+    compiler = shutil.which("cc")
+    if compiler is None:
+        return None
+    target = folder / "ramino_limits.so"
+    built = subprocess.run(
+        [compiler, "-O2", "-fPIC", "-shared", "-o", str(target), str(DEPLOY / "ramino_limits.c")],
+        capture_output=True,
+        check=False,
+    )
+    return target if built.returncode == 0 else None
+
+
 def start_mosquitto(folder: Path, accounts: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
     """Mosquitto with deploy/mosquitto's config (listener moved to a free port on HOST, the
     WebSocket listener left out, absolute password and ACL paths, no user switch), ``accounts``
@@ -121,6 +137,7 @@ def start_mosquitto(folder: Path, accounts: dict[str, str]) -> tuple[subprocess.
     (folder / "passwords").chmod(0o600)
     shutil.copyfile(DEPLOY / "acl", folder / "acl")
     log = folder / "mosquitto.log"
+    plugin = _build_limits_plugin(folder)
     for _attempt in range(3):
         port = free_port()
         lines = []
@@ -137,6 +154,11 @@ def start_mosquitto(folder: Path, accounts: dict[str, str]) -> tuple[subprocess.
                 line = f"acl_file {folder / 'acl'}"
             elif key == "user":
                 continue
+            elif key == "plugin" or key.startswith("plugin_opt_"):
+                if plugin is None:
+                    continue
+                if key == "plugin":
+                    line = f"plugin {plugin}"
             lines.append(line)
         lines.append(f"user {getpass.getuser()}")
         (folder / "mosquitto.conf").write_text("\n".join(lines) + "\n")

@@ -11,7 +11,9 @@ test users' names to their passwords).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -19,6 +21,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,6 +35,7 @@ from server.net.accounts import Accounts, local_mosquitto_config, random_passwor
 from server.net.embedded import SERVER_USER, EmbeddedBroker
 from server.net.gateway import Limits
 from server.net.guests import Admission, Guests
+from server.net.mosquitto_plugin import PluginUnavailable, build_plugin
 from server.net.serve import Running, ServeConfig, running
 from server.tables.timers import Clock
 
@@ -193,13 +197,40 @@ def _free_port() -> int:
         return port
 
 
+@functools.cache
+def limits_plugin() -> Path | None:
+    """deploy/mosquitto's publish rate plugin, built once per process into a temporary folder;
+    ``None`` where it cannot be built (no compiler or no Mosquitto headers: the brokers run
+    without it and the tests of the plugin skip), except with ``CI=true``, where that fails."""
+    folder = Path(tempfile.mkdtemp(prefix="ramino-mosquitto-plugin-"))
+    atexit.register(shutil.rmtree, folder, True)
+    try:
+        return build_plugin(folder)
+    except PluginUnavailable as error:
+        if os.environ.get("CI") == "true":
+            raise
+        PLUGIN_UNAVAILABLE.append(str(error))
+        return None
+
+
+PLUGIN_UNAVAILABLE: list[str] = []
+"""Why :func:`limits_plugin` gave ``None``."""
+
+
 def mosquitto_config(
     port: int, password_file: Path, acl_file: Path, websockets_port: int | None = None
 ) -> str:
     """deploy/mosquitto/mosquitto.conf for a test broker on ``HOST:port``, its WebSocket
-    listener on ``HOST:websockets_port`` (``None``: left out)."""
+    listener on ``HOST:websockets_port`` (``None``: left out), with the publish rate plugin
+    where it could be built (:func:`limits_plugin`)."""
     return local_mosquitto_config(
-        DEPLOY / "mosquitto.conf", port, HOST, password_file, acl_file, websockets_port
+        DEPLOY / "mosquitto.conf",
+        port,
+        HOST,
+        password_file,
+        acl_file,
+        websockets_port,
+        plugin=limits_plugin(),
     )
 
 
