@@ -22,6 +22,13 @@ them, so these limits hold before amqtt decodes a packet, starts a task for it o
   Either way the connection is not read meanwhile: what a flooder sends beyond its rate waits
   in its own socket buffer (TCP flow control), never in this process, and costs no CPU here.
   The server's account has no limit.
+- **Reconnections.** A connection closed for an oversized packet is charged the packet's
+  declared size (a token per KiB), one closed for a malformed packet ``max_packet``'s, even
+  past empty (down to ``-burst``); and a CONNECT of a username whose bucket holds less than a
+  token waits, unread, until it does (within the connect timeout). So a client closed for
+  breaking a limit cannot come straight back: setting up a connection is what costs the broker
+  most, and a flood of them waits for the bucket. A CONNECT itself spends nothing, so that
+  nobody can empty another user's bucket with CONNECTs in that user's name.
 - **Fairness.** A reader that finds many packets already buffered yields to the event loop
   every ``YIELD_EVERY`` packets, so one connection's burst cannot hold the loop.
 
@@ -122,6 +129,26 @@ class PublishGuard:
         if now - self._pruned > 1.0:
             self._prune(now)
         return allowed
+
+    def charge(self, user: str, cost: float) -> None:
+        """Spend ``cost`` tokens of ``user``'s bucket even when it is short (down to
+        ``-burst``): what a connection closed for breaking a limit costs its user."""
+        if user in self.exempt:
+            return
+        now = self.now()
+        limits = self.limits
+        tokens, then = self._buckets.get(user, (float(limits.burst), now))
+        tokens = min(float(limits.burst), tokens + (now - then) * limits.rate)
+        self._buckets[user] = (max(-float(limits.burst), tokens - cost), now)
+
+    def shortfall(self, user: str, cost: float) -> float:
+        """The tokens ``user`` lacks to spend ``cost`` now (0 when it may)."""
+        level = self._buckets.get(user)
+        if level is None or user in self.exempt:
+            return 0.0
+        limits = self.limits
+        tokens = min(float(limits.burst), level[0] + (self.now() - level[1]) * limits.rate)
+        return max(0.0, cost - tokens)
 
     def credit(self, user: str) -> None:
         """Give ``user`` back ``inbox_credit`` tokens (a message was delivered to its inbox)."""
@@ -243,18 +270,22 @@ class GuardedReader(ReaderAdapter):  # type: ignore[misc]
                 if not byte & 0x80:
                     break
             else:
-                guard.malformed += 1
+                self._malformed()
                 raise asyncio.IncompleteReadError(bytes(header), None)
             if length > guard.limits.max_packet:
                 guard.note_oversized(self.user or "a client", length)
+                if self.user is not None:
+                    guard.charge(self.user, 1 + length // 1024)
                 raise asyncio.IncompleteReadError(bytes(header), length)
             kind, flags = first[0] >> 4, first[0] & 0x0F
             if not _well_formed(kind, flags, self._packets == 1):
-                guard.malformed += 1
+                self._malformed()
                 raise asyncio.IncompleteReadError(bytes(header), None)
             body = await self._stream.readexactly(length) if length else b""
             if kind == _CONNECT:
                 self.user = _connect_username(body)
+                if self.user is not None:
+                    await self._wait_out_debt(self.user)
             elif self.user is not None and kind not in _ACKS:
                 cost = 1 + length // 1024
                 while not guard.take(self.user, cost):
@@ -269,6 +300,22 @@ class GuardedReader(ReaderAdapter):  # type: ignore[misc]
                     return bytes(header) + body
                 continue
             return bytes(header) + body
+
+    def _malformed(self) -> None:
+        guard = self._guard
+        guard.malformed += 1
+        if self.user is not None:
+            guard.charge(self.user, 1 + guard.limits.max_packet // 1024)
+
+    async def _wait_out_debt(self, user: str) -> None:
+        """Wait (the connection unread) while ``user``'s bucket holds less than a token."""
+        guard = self._guard
+        while True:
+            if not guard.shortfall(user, 1):
+                return
+            # A token bucket refills with time, not on an event: look again when it should
+            # have, or in a quarter of a second (an inbox credit may come first).
+            await asyncio.sleep(min(0.25, max(1.0, guard.shortfall(user, 1)) / guard.limits.rate))
 
     def _acknowledge(self, first: int, body: bytes) -> None:
         """PUBACK a dropped QoS 1 PUBLISH (QoS 0 needs none; QoS 2 is left unanswered)."""

@@ -35,6 +35,7 @@ from server.net.broker_limits import (
     connection_cap,
 )
 from server.net.embedded import EmbeddedBroker
+from server.net.publish_guard import PublishLimits
 from server.net.serve import Running, ServeConfig
 from tests.net.conftest import (
     DEPLOY,
@@ -572,3 +573,41 @@ def test_the_systemd_unit_runs_ramino_serve_with_a_raised_file_limit() -> None:
     example = (DEPLOY.parent / "systemd" / "ramino.env.example").read_text()
     names = {line.lstrip("#").split("=")[0] for line in example.splitlines() if "=" in line}
     assert {f"RAMINO_{name.upper()}" for name in ("connect_timeout", "max_subscriptions")} <= names
+
+
+@pytest.mark.asyncio
+async def test_a_client_closed_for_an_oversized_packet_cannot_come_straight_back() -> None:
+    """Worked from the guard's rule (rate 10 a second, burst 20, the guard's clock stopped):
+    mallory's CONNECT spends nothing (her bucket: 20); a 40 KiB packet (over max_packet's
+    32 KiB) closes her connection and costs her 1 + 40 = 41 tokens: 20 - 41 = -21, held at
+    -burst = -20, so she lacks 21 for a token. Her next CONNECT waits unanswered while her
+    bucket holds less than a token; bob's is answered at once (his bucket is his own); 2.1 s
+    later on the guard's clock she holds -20 + 21 = 1 token and her CONNECT is answered."""
+    now = [1000.0]
+    password = random_password()
+    async with EmbeddedBroker(
+        port=0, server_password=password, publish_limits=PublishLimits(rate=10, burst=20)
+    ) as broker:
+        broker.guard.now = lambda: now[0]
+        first = await Raw.open(broker.port)
+        waiting = await Raw.open(broker.port)
+        bob = await Raw.open(broker.port)
+        try:
+            assert 0 == await first.connect("mallory", "her-password")
+            body = 40 * 1024
+            first.writer.write(b"\x30" + remaining_length(body))  # the fixed header is enough
+            assert await first.closed_by_peer()
+            assert 1 == broker.guard.oversized
+            assert broker.guard.shortfall("mallory", 1) == pytest.approx(21)
+            waiting.writer.write(connect_packet("mallory", "her-password"))
+            answer = asyncio.ensure_future(read_packet(waiting.reader))
+            assert 0 == await bob.connect("bob", "his-password")
+            # bob was answered, and mallory, who asked first, is not, even half a second on.
+            done, _ = await asyncio.wait({answer}, timeout=0.5)
+            assert not done
+            now[0] += 2.1
+            async with asyncio.timeout(WAIT):
+                header, connack = await answer
+            assert (0x20, 0) == (header, connack[1])
+        finally:
+            await close_all([first, waiting, bob])
