@@ -17,7 +17,10 @@ file made for the run (as tests/net/conftest.py starts it). Then:
    the probe's table), ``garbage`` (random bytes on the socket after CONNECT, reconnecting
    whenever the broker hangs up) and ``subscribe`` (SUBSCRIBE packets to topics it may and may
    not read). The probe's moves answered during the flood give its p50/p99; a pause of
-   ``--pause`` seconds follows each flood.
+   ``--pause`` seconds follows each flood. First comes ``cpu``, no flood but the reference of
+   the others: two processes keep two cores busy as long, as a flooder and a broker reading
+   it flat out do; ``p99/cpu`` is a flood's p99 over that one. The server's and Mosquitto's
+   busy cores (``/proc/PID/stat``) show where each flood's work is done.
 4. **Memory**: the server process's RSS (``/proc/PID/status``) before the floods, after them,
    and after ``--settle`` seconds of quiet.
 
@@ -63,7 +66,12 @@ from tests.net.conftest import connect_packet, mqtt_text, remaining_length
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
-CASES = ("hello", "payload", "fuzz", "garbage", "subscribe")
+CASES = ("cpu", "hello", "payload", "fuzz", "garbage", "subscribe")
+REFERENCE = "cpu"
+"""Not a flood: two processes of their own keep two cores busy for as long as a flood lasts, as
+the flooder and the broker reading its flood as fast as it can do. The probe's p99 meanwhile is
+what sharing the machine with them costs whatever the broker does with the packets; it is
+printed beside each flood's (``p99/cpu``) and judged by no goal."""
 GOAL = {"mosquitto": 2.0, "embedded": 5.0}
 """Largest p99 under a flood, as a multiple of the quiet p99 (issue 15, item 8)."""
 PROBE = ("probe-a", "probe-b")
@@ -140,6 +148,13 @@ def flood_batches(kind: str, table: str, rng: random.Random) -> Iterator[bytes]:
         raise ValueError(f"no flood {kind!r}")
 
 
+def spin(seconds: float) -> None:
+    """Keep one core busy for ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pass
+
+
 def flood_child(argv: Sequence[str]) -> None:
     """``--flood-child KIND HOST PORT PASSWORD TABLE SECONDS``: flood, print a JSON tally.
 
@@ -148,6 +163,14 @@ def flood_child(argv: Sequence[str]) -> None:
     """
     kind, host, port_text, password, table, seconds_text = argv
     port, seconds = int(port_text), float(seconds_text)
+    if kind == REFERENCE:
+        other = subprocess.Popen([sys.executable, "-m", "bench.abuse", "--spin", seconds_text])
+        print("ready", flush=True)
+        started = time.monotonic()
+        spin(seconds)
+        other.wait()
+        print(json.dumps({"kind": kind, "seconds": time.monotonic() - started}), flush=True)
+        return
     rng = random.Random(15)
     batches = flood_batches(kind, table, rng)
     sent_bytes = packets = connections = refused = 0
@@ -223,6 +246,18 @@ class Setup:
     player_password: str
     mosquitto: subprocess.Popen[bytes] | None = None
 
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds used so far by the server and by Mosquitto."""
+        used = {"server": cpu_seconds(self.server.pid)}
+        if self.mosquitto is not None:
+            used["broker"] = cpu_seconds(self.mosquitto.pid)
+        return used
+
+    def cores_since(self, used: dict[str, float], seconds: float) -> dict[str, float]:
+        """Cores each process kept busy since :meth:`cpu` gave ``used``, ``seconds`` ago."""
+        now = self.cpu()
+        return {name: (now[name] - before) / max(seconds, 1e-9) for name, before in used.items()}
+
     @property
     def host_port(self) -> tuple[str, int]:
         host, _, port = self.url.removeprefix("mqtt://").rpartition(":")
@@ -291,6 +326,15 @@ def stop_setup(setup: Setup) -> None:
         stop_process(setup.mosquitto)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds ``pid`` has used (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int) -> float:
     """Resident memory of ``pid`` in MB (0 when it is gone)."""
     try:
@@ -348,6 +392,8 @@ class CaseResult:
     timeouts: int
     tally: dict[str, float] = field(default_factory=dict)
     rss_after: float = 0.0
+    cpu: dict[str, float] = field(default_factory=dict)
+    """Cores each process kept busy meanwhile: ``server``, and ``broker`` for Mosquitto."""
 
     @property
     def p50(self) -> float:
@@ -389,9 +435,8 @@ async def flood(setup: Setup, kind: str, table: str, seconds: float, probe: Prob
         ready = await process.stdout.readline()
     if ready.strip() == b"ready":  # else the broker took no connection: the tally follows
         started = time.monotonic()
-        output = await process.stdout.read()
-    else:
-        output = ready + await process.stdout.read()
+    used = setup.cpu()
+    output = (b"" if ready.strip() == b"ready" else ready) + await process.stdout.read()
     await process.wait()
     ended = time.monotonic()
     tally = json.loads(output.decode().strip().splitlines()[-1])
@@ -402,6 +447,7 @@ async def flood(setup: Setup, kind: str, table: str, seconds: float, probe: Prob
         probe.timeouts_in(started, ended),
         tally,
         rss_after=rss_mb(setup.server.pid),
+        cpu=setup.cores_since(used, ended - started),
     )
 
 
@@ -427,6 +473,7 @@ async def run_broker(setup: Setup, arguments: argparse.Namespace, say: Say) -> B
         await asyncio.sleep(1.0)  # warm-up
         rss["start"] = rss_mb(setup.server.pid)
         started = time.monotonic()
+        used = setup.cpu()
         await asyncio.sleep(arguments.quiet)
         ended = time.monotonic()
         quiet = CaseResult(
@@ -434,6 +481,7 @@ async def run_broker(setup: Setup, arguments: argparse.Namespace, say: Say) -> B
             ended - started,
             probe.window(started, ended),
             probe.timeouts_in(started, ended),
+            cpu=setup.cores_since(used, ended - started),
         )
         say(
             f"  quiet: {len(quiet.latencies)} moves, p50 {milliseconds(quiet.p50)} ms, "
@@ -490,32 +538,48 @@ def judge(results: Sequence[BrokerResult], say: Say) -> bool:
     """The table of ratios, PASS/MISS per case against goal 8; whether all passed."""
     say(
         f"{'broker':<10}{'flood':<10}{'packets/s':>11}{'moves':>7}{'p50 ms':>9}{'p99 ms':>9}"
-        f"{'p99/quiet':>11}{'goal':>6}{'timeouts':>9}  verdict"
+        f"{'p99/quiet':>11}{'p99/cpu':>9}{'goal':>6}{'timeouts':>9}{'cores srv+brk':>15}  verdict"
     )
     met = True
     for result in results:
         quiet = result.quiet
         goal = GOAL[result.kind]
+        reference = next((case for case in result.floods if case.case == REFERENCE), None)
         say(
             f"{result.kind:<10}{'quiet':<10}{'-':>11}{len(quiet.latencies):>7}"
-            f"{milliseconds(quiet.p50):>9}{milliseconds(quiet.p99):>9}{'1.00':>11}{'':>6}"
-            f"{quiet.timeouts:>9}"
+            f"{milliseconds(quiet.p50):>9}{milliseconds(quiet.p99):>9}{'1.00':>11}{'':>9}"
+            f"{'':>6}{quiet.timeouts:>9}{cores(quiet):>15}"
         )
         for case in result.floods:
             ratio = case.p99 / quiet.p99 if quiet.p99 else float("inf")
-            ok = ratio <= goal and case.timeouts == 0 and len(case.latencies) > 0
-            met = met and ok
+            to_cpu = (
+                f"{case.p99 / reference.p99:.2f}"
+                if reference is not None and reference.p99
+                else "-"
+            )
             rate = case.tally.get("packets", 0) / max(case.seconds, 1e-9)
+            if case.case == REFERENCE:
+                judged = "(reference)"
+            else:
+                ok = ratio <= goal and case.timeouts == 0 and len(case.latencies) > 0
+                met = met and ok
+                judged = verdict(ok)
             say(
                 f"{'':<10}{case.case:<10}{rate:>11,.0f}{len(case.latencies):>7}"
                 f"{milliseconds(case.p50):>9}{milliseconds(case.p99):>9}{ratio:>11.2f}"
-                f"{goal:>5g}x{case.timeouts:>9}  {verdict(ok)}"
+                f"{to_cpu:>9}{goal:>5g}x{case.timeouts:>9}{cores(case):>15}  {judged}"
             )
     say()
     for result in results:
         figures = ", ".join(f"{name} {value:.0f} MB" for name, value in result.rss.items())
         say(f"{result.kind} server RSS: {figures}")
     return met
+
+
+def cores(case: CaseResult) -> str:
+    """The server's and the broker's busy cores, as ``0.42+0.97`` (the server alone on the
+    embedded broker)."""
+    return "+".join(f"{case.cpu[name]:.2f}" for name in ("server", "broker") if name in case.cpu)
 
 
 def header(arguments: argparse.Namespace, say: Say) -> None:
@@ -563,6 +627,9 @@ async def main_run(arguments: argparse.Namespace) -> bool:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--spin"]:
+        spin(float(sys.argv[2]))
+        return
     if sys.argv[1:2] == ["--flood-child"]:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         flood_child(sys.argv[2:])
