@@ -21,6 +21,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -34,7 +35,7 @@ from protocol.transport import BrokerAddress, Transport, parse_broker_url, parse
 from server.ladder.serving import LadderServer, LadderSettings, serve_ladder
 from server.net.accounts import Accounts, AccountsError
 from server.net.broker_limits import BrokerLimits, raise_file_limit
-from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker
+from server.net.embedded import HOST, SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
 from server.net.guests import Guests
 from server.net.memory import fix_mmap_threshold, install_report_signal, start_tracing
@@ -456,9 +457,15 @@ async def _embedded(
     except BrokerPortBusy:
         if port == 0 and (web is None or web[1] == 0):
             raise
-        free_web = None if web is None else (web[0], 0)
+        taken = [(HOST, port)] if _taken(HOST, port) else []
+        if web is not None and _taken(*web):
+            taken.append(web)
+        if not taken:  # freed meanwhile, or taken in a way a bind cannot tell: move both
+            taken = [(HOST, port)] + ([] if web is None else [web])
+        moved_port = 0 if (HOST, port) in taken else port
+        free_web = None if web is None else (web[0], 0 if web in taken else web[1])
         broker = EmbeddedBroker(
-            port=0,
+            port=moved_port,
             accounts=accounts,
             server_password=password,
             server_user=server_user,
@@ -468,15 +475,29 @@ async def _embedded(
             http=http,
         )
         await broker.start()
-        where = f"the embedded broker listens on {broker.port}"
-        if web is not None:
-            where += f" and the web page on {broker.web_port}"
-        print(
-            f"ramino: port {port}{'' if web is None else f' or {web[1]}'} is taken; {where} "
-            f"instead (or connect to a broker of your own with --broker mqtt://HOST:PORT)",
-            file=sys.stderr,
-        )
+        moves = []
+        if moved_port == 0:
+            moves.append(
+                f"port {port} is taken, so the embedded broker listens on {broker.port} instead"
+                " (or connect to a broker of your own with --broker mqtt://HOST:PORT)"
+            )
+        if web is not None and free_web is not None and free_web[1] == 0:
+            moves.append(f"port {web[1]} is taken, so the web page is on {broker.web_port} instead")
+        print(f"ramino: {'; '.join(moves)}", file=sys.stderr)
     return broker
+
+
+def _taken(host: str, port: int) -> bool:
+    """Whether something listens on ``host:port`` (a bind there fails)."""
+    if port == 0:
+        return False
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
 
 
 STOP_SECONDS = 10.0

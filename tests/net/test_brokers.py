@@ -23,7 +23,9 @@ import pytest
 
 from protocol import topics
 from server.net.accounts import Accounts, AccountsError, random_password
+from server.net.broker_limits import BrokerLimits
 from server.net.embedded import SERVER_USER, BrokerPortBusy, EmbeddedBroker, may_subscribe
+from server.net.serve import _embedded
 from tests.net.conftest import BrokerUnderTest, MosquittoBroker, connack_code, connect_packet
 
 WAIT = 5.0
@@ -464,3 +466,30 @@ async def test_mosquitto_accepts_a_file_we_wrote(mosquitto: MosquittoBroker) -> 
         for name, password in mosquitto.users.items()
     ]
     assert [0] * len(codes) == codes
+
+
+async def test_ramino_serve_moves_only_the_taken_port_and_says_which(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The broker's port is taken and the web page's is free: the broker moves to a free port,
+    the web page stays where it was asked, and the message names the broker's port only."""
+    with socket.socket() as taken, socket.socket() as spare:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        spare.bind(("127.0.0.1", 0))
+        port, web_port = taken.getsockname()[1], spare.getsockname()[1]
+        spare.close()  # free again, for the web page
+        web = ("127.0.0.1", web_port)
+        broker = await _embedded(
+            port, None, "server-password", SERVER_USER, BrokerLimits(), None, web
+        )
+        try:
+            moved = broker.port
+            assert moved not in (0, port)
+            assert web_port == broker.web_port
+        finally:
+            await broker.stop()
+    said = capsys.readouterr().err
+    assert f"port {port} is taken, so the embedded broker listens on {moved}" in said
+    assert "--broker" in said
+    assert "web page" not in said
