@@ -29,10 +29,8 @@ import tracemalloc
 from collections.abc import Mapping
 
 __all__ = [
-    "MMAP_THRESHOLD",
     "TRACEMALLOC_ENV",
     "MemoryReporter",
-    "fix_mmap_threshold",
     "install_report_signal",
     "rss_bytes",
     "sqlite_memory_bytes",
@@ -44,34 +42,6 @@ TRACEMALLOC_ENV = "RAMINO_TRACEMALLOC"
 """Environment variable: trace Python's allocations with this many frames (unset or 0: off)."""
 
 _log = logging.getLogger(__name__)
-
-MMAP_THRESHOLD = 128 * 1024
-"""Allocations from this size up get pages of their own, given back when freed
-(:func:`fix_mmap_threshold`)."""
-_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
-
-
-def fix_mmap_threshold(env: Mapping[str, str] | None = None) -> bool:
-    """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD`; whether it was set.
-
-    glibc starts at 128 KiB and raises the threshold to the size of every mmapped block freed,
-    so after the first large read buffer is freed (asyncio reads up to 256 KiB at a time)
-    later ones come from the heap, where small objects allocated between them pin the pages:
-    a flood of large packets over many connections left the server's RSS at 4 times its size
-    for good. A fixed threshold keeps large buffers in pages of their own. Nothing is done off
-    glibc, or when the operator chose with ``MALLOC_MMAP_THRESHOLD_``.
-    """
-    env = os.environ if env is None else env
-    if "MALLOC_MMAP_THRESHOLD_" in env:
-        return False
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.restype = ctypes.c_int
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
 
 
 def _sqlite_memory_used() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]

@@ -38,7 +38,7 @@ from server.net.broker_limits import BrokerLimits, raise_file_limit
 from server.net.embedded import HOST, SERVER_USER, BrokerPortBusy, EmbeddedBroker
 from server.net.gateway import SERVER_NAME, Gateway, Limits
 from server.net.guests import Guests
-from server.net.memory import fix_mmap_threshold, install_report_signal, start_tracing
+from server.net.memory import install_report_signal, start_tracing
 from server.net.metrics import Metrics, parse_listen, serve_metrics
 from server.net.web import ReplaySource, page_url, parse_web, serve_page, static_site
 from server.net.workers import DEFAULT_TTL, Worker, WorkerError
@@ -535,7 +535,6 @@ async def serve(config: ServeConfig, announce: Callable[[str], None] | None = No
     if announce is None:
         announce = _say
     raise_file_limit()  # idle sockets must not run out of file descriptors (logged)
-    fix_mmap_threshold()  # large read buffers go back to the system when freed (glibc)
     frames = start_tracing()  # RAMINO_TRACEMALLOC (server.net.memory)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

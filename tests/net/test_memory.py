@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import platform
 import re
 import signal
-import subprocess
 import sys
 import tracemalloc
 from collections.abc import Iterator
@@ -15,13 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from server.net.memory import (
-    MemoryReporter,
-    fix_mmap_threshold,
-    sqlite_memory_bytes,
-    start_tracing,
-    traced_bytes,
-)
+from server.net.memory import MemoryReporter, sqlite_memory_bytes, start_tracing, traced_bytes
 from server.tables.store import NewEvent, open_store
 from tests.net.test_metrics import scrape
 
@@ -149,55 +141,3 @@ async def test_ramino_serve_traces_on_request_and_reports_on_sigusr1(tmp_path: P
     assert seen.value("ramino_python_traced_bytes") > 0
     assert "python traced" in report
     assert "blocks:" in report  # the top lines
-
-
-# Large buffers freed between small objects that live on, as a flood of large packets over
-# many connections leaves them (asyncio reads up to 256 KiB at a time): 1,600 buffers of
-# 256 KiB, 400 alive at once (100 MiB), and a small object kept per buffer.
-_FRAGMENT = """
-import sys
-from server.net.memory import fix_mmap_threshold
-if sys.argv[1] == "fixed":
-    assert fix_mmap_threshold({})
-def rss():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-start = rss()
-kept = []
-for _ in range(4):
-    buffers = []
-    for _ in range(400):
-        buffers.append(bytes(256 * 1024))
-        kept.append(bytearray(200))
-    del buffers
-print(rss() - start)
-"""
-
-
-@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's allocator only")
-@pytest.mark.parametrize("threshold", ["dynamic", "fixed"])
-def test_freed_large_buffers_go_back_to_the_system_with_the_fixed_threshold(
-    threshold: str,
-) -> None:
-    """With glibc's own (dynamic) threshold the 100 MiB of freed buffers stay in the process
-    (this is the case the fix is for: were it not, the test would prove nothing); with the
-    threshold ``ramino serve`` fixes, at most a tenth of them does."""
-    grown = int(
-        subprocess.run(
-            [sys.executable, "-c", _FRAGMENT, threshold],
-            cwd=ROOT,
-            env={k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")},
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
-    if threshold == "dynamic":
-        assert grown > 50 * MIB
-    else:
-        assert grown < 10 * MIB
-
-
-def test_the_operators_own_threshold_is_left_alone() -> None:
-    assert not fix_mmap_threshold({"MALLOC_MMAP_THRESHOLD_": "65536"})
