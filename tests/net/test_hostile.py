@@ -40,23 +40,23 @@ class RawClient:
         self.transport.publish(topic, payload)
 
     async def replies_until(self, marker: str, request: bytes) -> list[Reply]:
-        """Send ``request`` (whose id is ``marker``) every 0.2 s until its reply comes: the
-        replies received before it. The server handles one client's commands in the order
-        they arrive, so every earlier command has then been answered or dropped."""
-
-        async def resend() -> None:
+        """Send ``request`` (whose id is ``marker``), again whenever 0.2 s pass without a
+        reply, until its reply comes: the replies received before it. The server handles one
+        client's commands in the order they arrive, so every earlier command has then been
+        answered or dropped."""
+        replies: list[Reply] = []
+        async with asyncio.timeout(10):
             while True:
                 self.send(request)
-                await asyncio.sleep(0.2)  # a retry period, not a wait for something
-
-        replies: list[Reply] = []
-        sender = asyncio.create_task(resend())
-        try:
-            while (reply := await self.reply()).id != marker:
-                replies.append(reply)
-        finally:
-            sender.cancel()
-        return replies
+                try:
+                    while True:
+                        async with asyncio.timeout(0.2):
+                            reply = await self.reply()
+                        if reply.id == marker:
+                            return replies
+                        replies.append(reply)
+                except TimeoutError:
+                    continue  # no reply for 0.2 s: the request was dropped, send it again
 
     async def reply(self) -> Reply:
         """The next reply in the inbox."""
