@@ -121,9 +121,7 @@ class PublishGuard:
         if user in self.exempt:
             return True
         now = self.now()
-        limits = self.limits
-        tokens, then = self._buckets.get(user, (float(limits.burst), now))
-        tokens = min(float(limits.burst), tokens + (now - then) * limits.rate)
+        tokens = self._level(user, now)
         allowed = tokens >= cost
         self._buckets[user] = (tokens - cost if allowed else tokens, now)
         if now - self._pruned > 1.0:
@@ -136,19 +134,19 @@ class PublishGuard:
         if user in self.exempt:
             return
         now = self.now()
-        limits = self.limits
-        tokens, then = self._buckets.get(user, (float(limits.burst), now))
-        tokens = min(float(limits.burst), tokens + (now - then) * limits.rate)
-        self._buckets[user] = (max(-float(limits.burst), tokens - cost), now)
+        self._buckets[user] = (max(-float(self.limits.burst), self._level(user, now) - cost), now)
 
     def shortfall(self, user: str, cost: float) -> float:
         """The tokens ``user`` lacks to spend ``cost`` now (0 when it may)."""
-        level = self._buckets.get(user)
-        if level is None or user in self.exempt:
+        if user in self.exempt:
             return 0.0
-        limits = self.limits
-        tokens = min(float(limits.burst), level[0] + (self.now() - level[1]) * limits.rate)
-        return max(0.0, cost - tokens)
+        return max(0.0, cost - self._level(user, self.now()))
+
+    def _level(self, user: str, now: float) -> float:
+        """The tokens in ``user``'s bucket at ``now`` (a bucket not kept is full)."""
+        burst = float(self.limits.burst)
+        tokens, then = self._buckets.get(user, (burst, now))
+        return min(burst, tokens + (now - then) * self.limits.rate)
 
     def credit(self, user: str) -> None:
         """Give ``user`` back ``inbox_credit`` tokens (a message was delivered to its inbox)."""
@@ -164,12 +162,7 @@ class PublishGuard:
 
     def _prune(self, now: float) -> None:
         self._pruned = now
-        limits = self.limits
-        full = [
-            user
-            for user, (tokens, then) in self._buckets.items()
-            if tokens + (now - then) * limits.rate >= limits.burst
-        ]
+        full = [user for user in self._buckets if self._level(user, now) >= self.limits.burst]
         for user in full:
             del self._buckets[user]
 
