@@ -4,20 +4,25 @@ its code (and the request's id where it can be read)."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from tests.conformance.deployment import Deployment
 from tests.conformance.play import BACK_OFF, play_game, seat_players
 from tests.conformance.wire import (
+    OFFLINE,
     WAIT,
     Peer,
     chat_topic,
+    connack,
+    connect_packet,
     encode,
     fresh_id,
     inbox_topic,
     lobby_topic,
     peers,
+    presence_topic,
 )
 
 
@@ -165,3 +170,37 @@ async def test_a_fast_client_is_never_rate_limited(deployment: Deployment) -> No
     refused = [reply for record in records for reply in record.replies if not reply["ok"]]
     assert [] == [reply for reply in refused if reply["code"] == "limit/rate"]
     assert [] == [refused for record in records for refused in record.refused_legal]
+
+
+async def test_the_embedded_broker_holds_back_a_client_closed_for_an_oversized_packet(
+    deployment: Deployment,
+) -> None:
+    """§13 (the table's payload row): a packet over the embedded broker's 32 KiB closes the
+    connection and charges the user a token per KiB, from a rate of 100 a second and a burst
+    of 200. A PUBLISH header declaring 200 MiB charges far more than the bucket holds, so it
+    is empty (it goes no lower than minus the burst, -200): the user's next CONNECT is answered
+    once the bucket holds a token again, 201 tokens at 100 a second, about 2 s later; not
+    sooner than 1.5 s."""
+    if deployment.kind != "embedded":
+        pytest.skip("a promise of the embedded broker only")
+    (account,) = deployment.take(1)
+    will = (presence_topic(account.name), OFFLINE)
+    reader, writer = await asyncio.open_connection(deployment.host, deployment.port)
+    try:
+        writer.write(connect_packet(account.name, account.password, will))
+        async with asyncio.timeout(WAIT):
+            assert 0 == (await reader.readexactly(4))[3]
+            declared = 200 * 1024 * 1024
+            length = bytearray()
+            while True:
+                digit, declared = declared % 128, declared // 128
+                length.append(digit | (0x80 if declared else 0))
+                if not declared:
+                    break
+            writer.write(b"\x30" + bytes(length))  # the fixed header: the broker reads no more
+            assert b"" == await reader.read(1024)  # closed by the broker
+    finally:
+        writer.transport.abort()
+    closed = time.monotonic()
+    assert 0 == await connack(deployment.host, deployment.port, account, will)
+    assert time.monotonic() - closed >= 1.5
