@@ -150,6 +150,20 @@ WHERE l.kind = free.kind AND l.key = free.key
 RETURNING l.key
 """
 
+# Membership rows of workers gone for over $1 seconds that hold nothing any more (their tables
+# and parked tables adopted, their shards taken): without this every worker name ever used (a
+# container's, say) stays for good. A worker that comes back under its name takes a new row.
+_FORGET_DEPARTED = """
+DELETE FROM leases AS w
+WHERE w.kind = 'worker' AND w.expires_at < now() - make_interval(secs => $1)
+AND NOT EXISTS (
+    SELECT 1 FROM leases AS o WHERE o.kind IN ('table', 'parked', 'shard') AND o.owner = w.key
+)
+RETURNING w.key
+"""
+DEPARTED_SECONDS = 3600.0
+"""How long a worker's membership row outlives it (:meth:`Leases.forget_departed`)."""
+
 # Moving tables between live workers (see ``Worker`` in server.net.workers, "Rebalancing"):
 # a request is a row of kind 'move' (key: the table; owner: the worker asking for it).
 _TABLE_COUNTS = """
@@ -339,6 +353,12 @@ class Leases:
         """Take up to ``limit`` tables parked by workers that are gone."""
         rows = await self.connection.fetch(_ADOPT_PARKED, self.owner, limit)
         return {str(row[0]) for row in rows}
+
+    async def forget_departed(self, seconds: float = DEPARTED_SECONDS) -> set[str]:
+        """Delete the membership rows of workers gone for over ``seconds`` that hold no
+        table, parked table or shard any more; their names."""
+        rows = await self.connection.fetch(_FORGET_DEPARTED, seconds)
+        return {str(row["key"]) for row in rows}
 
     async def table_counts(self) -> dict[str, int]:
         """Worker -> the tables it holds a current lease for."""

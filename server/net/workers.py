@@ -84,6 +84,9 @@ MOVE_CHUNK = 10
 """Tables a worker below its fair share asks for in one balancer pass at most."""
 MOVE_SECONDS = 10.0
 """Longest a worker keeps the commands of tables it asked for before giving up on them."""
+FORGET_EVERY = 60.0
+"""Seconds between two deletions of departed workers' membership rows
+(:meth:`~server.net.leases.Leases.forget_departed`)."""
 PARKED_CHUNK = 5000
 """Parked tables of stopped workers taken in one balancer pass at most."""
 READ_CHUNK = 1000
@@ -149,6 +152,8 @@ class Worker:
         self._tasks: list[asyncio.Task[None]] = []
         self._balancing = asyncio.Lock()
         self._published: int | None = None
+        self._forgotten_at = 0.0
+        """When this worker last deleted departed workers' rows (``time.monotonic``)."""
         self._unloads: set[asyncio.Task[None]] = set()
         self._loads: set[asyncio.Task[None]] = set()
         """Adopted tables being loaded in the background."""
@@ -387,7 +392,12 @@ class Worker:
                 await self._give(leases, live)
                 await self._receive(leases)
                 await self._ask(leases, live)
-            if 0 in self.shards:
+            if 0 in self.shards:  # one worker keeps the books
+                if time.monotonic() - self._forgotten_at > FORGET_EVERY:
+                    self._forgotten_at = time.monotonic()
+                    gone = await leases.forget_departed()
+                    if gone:
+                        _log.info("forgot %d departed worker(s): %s", len(gone), sorted(gone))
                 count = await leases.open_tables()
                 if count != self._published:
                     self._published = count

@@ -621,3 +621,37 @@ async def test_tables_loaded_together_equal_tables_loaded_one_by_one(
             assert rows[-1].at == last_at
     finally:
         await store.close()
+
+
+async def test_departed_workers_are_forgotten_once_they_hold_nothing(postgres_url: str) -> None:
+    """Membership rows: ``gone`` expired two hours ago and holds nothing; ``parker`` too but
+    still owns a parked table (its row is how the live workers find that table: kept);
+    ``tabled`` still owns an expired table lease (kept until adopted); ``recent`` expired a
+    minute ago (kept: within the hour); ``live`` is live. Only ``gone`` is forgotten; once the
+    parked table is adopted by a live worker, ``parker`` is forgotten too."""
+    store = await PostgresStore.open(postgres_url)  # writes the schema
+    connection = await asyncpg.connect(postgres_url)
+    leases = await Leases.open(postgres_url, "live", ttl=5.0)
+    try:
+        rows = [
+            ("worker", "gone", "gone", "now() - interval '2 hours'"),
+            ("worker", "parker", "parker", "now() - interval '2 hours'"),
+            ("parked", "t-parked", "parker", "'infinity'"),
+            ("worker", "tabled", "tabled", "now() - interval '2 hours'"),
+            ("table", "t-open", "tabled", "now() - interval '2 hours'"),
+            ("worker", "recent", "recent", "now() - interval '1 minute'"),
+            ("worker", "live", "live", "now() + interval '1 minute'"),
+        ]
+        for kind, key, owner, expires in rows:
+            await connection.execute(
+                f"INSERT INTO leases VALUES ($1, $2, $3, 1, {expires})", kind, key, owner
+            )
+        assert {"gone"} == await leases.forget_departed()
+        assert {"t-parked"} == await leases.adopt_parked(10)
+        assert {"parker"} == await leases.forget_departed()
+        workers = await connection.fetch("SELECT key FROM leases WHERE kind = 'worker'")
+        assert {"tabled", "recent", "live"} == {row["key"] for row in workers}
+    finally:
+        await leases.close()
+        await connection.close()
+        await store.close()
