@@ -20,7 +20,7 @@ file made for the run (as tests/net/conftest.py starts it). Then:
    ``--pause`` seconds follows each flood. First comes ``cpu``, no flood but the reference of
    the others: two processes keep two cores busy as long, as a flooder and a broker reading
    it flat out do; ``p99/cpu`` is a flood's p99 over that one. The server's and Mosquitto's
-   busy cores (``/proc/PID/stat``) show where each flood's work is done.
+   busy cores (``bench.server.process_usage``) show where each flood's work is done.
 4. **Memory**: the server process's RSS (``/proc/PID/status``) before the floods, after them,
    and after ``--settle`` seconds of quiet.
 
@@ -55,7 +55,15 @@ from pathlib import Path
 import msgspec
 
 from bench.players import turns
-from bench.server import git_state, load, milliseconds, percentile, stop_process, verdict
+from bench.server import (
+    git_state,
+    load,
+    milliseconds,
+    percentile,
+    process_usage,
+    stop_process,
+    verdict,
+)
 from protocol import topics
 from protocol.client import Client, RequestFailed
 from protocol.codec import encode
@@ -249,9 +257,9 @@ class Setup:
 
     def cpu(self) -> dict[str, float]:
         """CPU seconds used so far by the server and by Mosquitto."""
-        used = {"server": cpu_seconds(self.server.pid)}
+        used = {"server": process_usage(self.server.pid).run}
         if self.mosquitto is not None:
-            used["broker"] = cpu_seconds(self.mosquitto.pid)
+            used["broker"] = process_usage(self.mosquitto.pid).run
         return used
 
     def cores_since(self, used: dict[str, float], seconds: float) -> dict[str, float]:
@@ -325,15 +333,6 @@ def stop_setup(setup: Setup) -> None:
     stop_process(setup.server)
     if setup.mosquitto is not None:
         stop_process(setup.mosquitto)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds ``pid`` has used (0 when it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mb(pid: int) -> float:
