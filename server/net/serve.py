@@ -442,46 +442,41 @@ async def _embedded(
         if web is not None
         else None
     )
-    broker = EmbeddedBroker(
-        port=port,
-        accounts=accounts,
-        server_password=password,
-        server_user=server_user,
-        limits=limits,
-        guests=guests,
-        web=web,
-        http=http,
-    )
-    try:
-        await broker.start()
-    except BrokerPortBusy:
-        if port == 0 and (web is None or web[1] == 0):
-            raise
-        taken = [(HOST, port)] if _taken(HOST, port) else []
-        if web is not None and _taken(*web):
-            taken.append(web)
-        if not taken:  # freed meanwhile, or taken in a way a bind cannot tell: move both
-            taken = [(HOST, port)] + ([] if web is None else [web])
-        moved_port = 0 if (HOST, port) in taken else port
-        free_web = None if web is None else (web[0], 0 if web in taken else web[1])
-        broker = EmbeddedBroker(
-            port=moved_port,
+
+    def make(port: int, web: tuple[str, int] | None) -> EmbeddedBroker:
+        return EmbeddedBroker(
+            port=port,
             accounts=accounts,
             server_password=password,
             server_user=server_user,
             limits=limits,
             guests=guests,
-            web=free_web,
+            web=web,
             http=http,
+        )
+
+    broker = make(port, web)
+    try:
+        await broker.start()
+    except BrokerPortBusy:
+        if port == 0 and (web is None or web[1] == 0):
+            raise
+        move_broker = _taken(HOST, port)
+        move_web = web is not None and _taken(*web)
+        if not (move_broker or move_web):  # freed meanwhile, or a bind cannot tell: move both
+            move_broker, move_web = True, web is not None
+        broker = make(
+            0 if move_broker else port,
+            None if web is None else (web[0], 0 if move_web else web[1]),
         )
         await broker.start()
         moves = []
-        if moved_port == 0:
+        if move_broker:
             moves.append(
                 f"port {port} is taken, so the embedded broker listens on {broker.port} instead"
                 " (or connect to a broker of your own with --broker mqtt://HOST:PORT)"
             )
-        if web is not None and free_web is not None and free_web[1] == 0:
+        if web is not None and move_web:
             moves.append(f"port {web[1]} is taken, so the web page is on {broker.web_port} instead")
         print(f"ramino: {'; '.join(moves)}", file=sys.stderr)
     return broker
