@@ -20,8 +20,8 @@ serve --worker``, through ``--serve-child`` to lift the per-client rate limit as
    over the same with one, and what it projects for two workers with a core each.
 2. **failover**: ``--failover-tables`` open tables written into the store (games started,
    ``--moves`` random moves each), adopted by worker w1 at its start; then w2 joins and takes
-   its share of them (the balancer), and once that has settled a probe player at one of w1's
-   tables makes a move through w1; w1 is killed (SIGKILL) and the probe at
+   its share of them (the balancer). Once that has settled a probe player makes a move at its
+   table through the worker holding it; that worker is killed (SIGKILL) and the probe at
    once sends its next move, resent every ``PROBE_RETRY`` seconds with the same id until
    answered: the failover time is from the kill to that move's ``ok`` (target < 10 s; lease
    ``--lease-ttl``).
@@ -447,7 +447,7 @@ async def failover(
             await client.connect()
         # w2 joining takes its share of w1's tables; once that has settled the worker holding
         # the probes' table is killed, the other takes its tables over.
-        await _settled(store, table_ids, "w1", (len(table_ids) + 1) // 2)
+        await _settle(store, table_ids, "w1", (len(table_ids) + 1) // 2)
         probe = table_ids[0]
         owners = await _owners_of(store, table_ids)
         assert second is not None
@@ -484,9 +484,9 @@ async def failover(
             stop_process(second.process)
 
 
-async def _settled(store: str, table_ids: list[str], worker: str, share: int) -> list[str]:
-    """The tables ``worker`` holds once it holds at most ``share`` of them, or once what it
-    holds has not changed for a second (within 60 s)."""
+async def _settle(store: str, table_ids: list[str], worker: str, share: int) -> None:
+    """Wait until ``worker`` holds at most ``share`` of the tables, or what it holds has not
+    changed for a second (within 60 s)."""
     deadline = time.monotonic() + 60
     last: list[str] = []
     since = time.monotonic()
@@ -496,7 +496,7 @@ async def _settled(store: str, table_ids: list[str], worker: str, share: int) ->
         if held != last:
             last, since = held, time.monotonic()
         if held and (len(held) <= share or time.monotonic() - since >= 1.0):
-            return held
+            return
         if time.monotonic() > deadline:
             raise RuntimeError(f"{worker} holds {len(held)} tables after 60 s")
         await asyncio.sleep(0.1)  # polling the store: the balancer tells nothing outside

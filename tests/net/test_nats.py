@@ -60,11 +60,11 @@ test_others_inbox_and_command_topics_are_closed = (
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 10.0
+"""Seconds to wait for something that must happen."""
 ATTEMPT = 5.0
 """How long one subscriber waits for retained messages (:func:`_retained`)."""
 RETAINED_WAIT = 30.0
 """How long a node may take to learn another node's retained messages."""
-"""Seconds to wait for something that must happen."""
 
 
 @pytest.fixture
