@@ -26,17 +26,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.abuse import publish_packet
 from protocol import topics
 from server.net.accounts import Accounts, random_password
 from server.net.embedded import SERVER_USER
-from tests.net.conftest import (
-    DEPLOY,
-    PLUGIN_UNAVAILABLE,
-    limits_plugin,
-    mosquitto_config,
-    mqtt_text,
-    remaining_length,
-)
+from tests.net.conftest import DEPLOY, PLUGIN_UNAVAILABLE, limits_plugin, mosquitto_config
 from tests.security.test_connections import WAIT, Raw, free_port, read_packet
 
 pytestmark = pytest.mark.asyncio
@@ -44,12 +38,6 @@ pytestmark = pytest.mark.asyncio
 BURST = 50
 INBOX_CREDIT = 1
 USERS = ("alice", "bob")
-
-
-def publish_packet(topic: str, payload: bytes) -> bytes:
-    """A PUBLISH at QoS 0."""
-    body = mqtt_text(topic) + payload
-    return b"\x30" + remaining_length(len(body)) + body
 
 
 @dataclass
