@@ -25,7 +25,9 @@ import os
 import secrets
 import subprocess
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -43,6 +45,28 @@ WAIT = 300.0
 """Longest the whole scenario may take on a loaded machine (it takes well under a minute)."""
 MAX_FORFEITS = 2
 GOOD, SILENT = "ext:goodbot", "ext:silentbot"
+T = TypeVar("T")
+
+
+async def _unless_the_bot_exits(bot: asyncio.subprocess.Process, waiting: Awaitable[T]) -> T:
+    """``waiting``'s result; an AssertionError with the bot's output if the bot exits first
+    (it runs until stopped: an exit is its own failure, not a slow ladder)."""
+    job = asyncio.ensure_future(waiting)
+    exited = asyncio.ensure_future(bot.wait())
+    try:
+        await asyncio.wait({job, exited}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not job.done():
+            job.cancel()
+        exited.cancel()
+    if job.done() and not job.cancelled():
+        return job.result()
+    assert bot.stdout is not None
+    assert bot.stderr is not None
+    out, err = await bot.stdout.read(), await bot.stderr.read()
+    raise AssertionError(
+        f"the example bot exited ({bot.returncode}) first:\n{out.decode()}{err.decode()}"
+    )
 
 
 async def test_an_external_bot_is_rated_a_silent_one_is_suspended_and_nothing_leaks(
@@ -112,8 +136,8 @@ async def test_an_external_bot_is_rated_a_silent_one_is_suspended_and_nothing_le
                 return SILENT in ladder.state.suspended
 
             async with asyncio.timeout(WAIT):
-                await ladder.wait_until(good_rated)
-                await ladder.wait_until(silent_suspended)
+                await _unless_the_bot_exits(bot, ladder.wait_until(good_rated))
+                await _unless_the_bot_exits(bot, ladder.wait_until(silent_suspended))
 
             state = ladder.state
             good = [result for result in state.order if GOOD in result.entrants]
@@ -144,7 +168,8 @@ async def test_an_external_bot_is_rated_a_silent_one_is_suspended_and_nothing_le
                 await silent.request(LadderJoin())
             assert "ladder/suspended" == refused.value.code
         finally:
-            bot.terminate()
+            if bot.returncode is None:
+                bot.terminate()
             async with asyncio.timeout(30):
                 out, err = await bot.communicate()
             await silent.close()

@@ -266,10 +266,17 @@ def test_accounts_add_keeps_bcrypt_hashes_and_nats_config_writes_them(
 
 
 def _client(cluster: NatsCluster, name: str, node: int, tap: Inbox | None = None) -> Client:
-    """An SDK client of ``name`` that knows every node, ``node`` first (a request lost with a
-    node is sent again after 2 s)."""
+    """An SDK client of ``name`` that knows every node, ``node`` first. A request lost with a
+    node is sent again every 2 s for 30 s (the SDK's default budget): after a node is killed,
+    QoS 1 messages wait while JetStream elects new leaders for what that node led, 2-10 s
+    here (nats-server's election timeout is 4-9 s)."""
     return Client(
-        name, cluster.password(name), broker=cluster.urls_from(node), request_timeout=2.0, tap=tap
+        name,
+        cluster.password(name),
+        broker=cluster.urls_from(node),
+        request_timeout=2.0,
+        attempts=15,
+        tap=tap,
     )
 
 
