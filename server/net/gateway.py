@@ -367,13 +367,17 @@ class Gateway:
         """This worker took ``actor``'s table over: republish its retained snapshot and
         listing, and send each seated player the table's present (an ``Update`` without
         events), since the worker that died may not have sent the last one. ``handed``: the
-        other worker handed the table over after publishing all it did (nothing is sent)."""
+        other worker handed the table over after publishing all it did (nothing is sent;
+        its listing is known here as that worker published it). Neither logs a ``table``
+        line: the listing did not change (the worker logs one line for all it took over)."""
         table = actor.table
         self._track(table)
         if handed:
+            self._listings[table.table_id] = _listing(table)
+            self._listing_keys[table.table_id] = (table.seats, table.status, table.game_number)
             return
         deadline = actor.due() or 0.0
-        self._publish_public(table, deadline)
+        self._publish_public(table, deadline, quiet=True)
         game = table.game
         spectator = view(game) if game is not None else None
         for seat, player in enumerate(table.seats):
@@ -1056,11 +1060,16 @@ class Gateway:
         self._publish_public(table, deadline, spectator)
 
     def _publish_public(
-        self, table: TableState, deadline: float, spectator: View | None = None
+        self,
+        table: TableState,
+        deadline: float,
+        spectator: View | None = None,
+        quiet: bool = False,
     ) -> None:
         """The retained snapshot of ``table`` (at most every ``SNAPSHOT_SECONDS``, the latest
-        one last) and, when it changed, its lobby listing (at once, with a snapshot).
-        ``spectator``: ``view(table.game)`` when the caller has it."""
+        one last) and, when it changed, its lobby listing (at once, with a snapshot) and a
+        ``table`` log line (not when ``quiet``). ``spectator``: ``view(table.game)`` when the
+        caller has it."""
         key = (table.seats, table.status, table.game_number)
         known = self._listings.get(table.table_id)
         if known is not None and self._listing_keys.get(table.table_id) == key:
@@ -1080,15 +1089,16 @@ class Gateway:
         self._cooling[table.table_id] = None
         if changed:
             self._listings[table.table_id] = listing
-            _events.info(
-                "table",
-                table=table.table_id,
-                variant=listing.variant,
-                status=listing.status,
-                seats=list(listing.seats),
-                game=listing.game,
-                seq=table.seq,
-            )
+            if not quiet:
+                _events.info(
+                    "table",
+                    table=table.table_id,
+                    variant=listing.variant,
+                    status=listing.status,
+                    seats=list(listing.seats),
+                    game=listing.game,
+                    seq=table.seq,
+                )
             unlisted = table.closed or (table.created is not None and table.created.private)
             self.transport.publish(
                 topics.lobby_listing(table.table_id),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -360,6 +361,15 @@ async def _play_through_a_stop(
         finally:
             for client in clients:
                 await client.close()
+    # The survivor logs one line for what it took over, none per table: a ``table`` line for
+    # on_zero while it was still playing could only come from the takeover (its listing, seats
+    # and status, does not change while a game is played).
+    logged = [json.loads(line) for line in survivor.lines[mark:] if line.startswith("{")]
+    tables = [
+        (line.get("table"), line.get("status")) for line in logged if line["event"] == "table"
+    ]
+    assert (on_zero, "playing") not in tables
+    assert (on_zero, "finished") in tables  # the lines are there to be read
     assert {final.status for final in finals} == {"finished"}
     assert await check_log(store, on_zero, pick(acks, SHARD0)) == finals[0].seq
     assert await check_log(store, on_one, pick(acks, SHARD1)) == finals[2].seq

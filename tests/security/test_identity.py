@@ -126,6 +126,8 @@ async def test_another_user_cannot_take_a_connected_clients_id(
                     connack = await reader.readexactly(4)
             finally:
                 writer.close()
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()  # closed before the loop ends: no ResourceWarning
             assert connack[3] in REFUSED
             assert 1 == (await alice.hello()).version
         finally:
