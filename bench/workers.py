@@ -1,7 +1,7 @@
 """Scale-out workers: throughput with 1 and 2 workers, failover time, recovery of many tables.
 
 Run with ``python -m bench.workers [--parts throughput,failover,recovery] [--tables N]
-[--seconds S] [--policy P] [--failover-tables N] [--recovery-tables N] [--lease-ttl S]
+[--seconds S] [--repeats N] [--policy P] [--failover-tables N] [--recovery-tables N] [--lease-ttl S]
 [--postgres URL]``. One run starts one Mosquitto with deploy/'s config (as ``bench.server``
 does) and uses throw-away PostgreSQL databases; every worker is a process of its own (``ramino
 serve --worker``, through ``--serve-child`` to lift the per-client rate limit as
@@ -17,7 +17,9 @@ serve --worker``, through ``--serve-child`` to lift the per-client rate limit as
    of the two rates (target ``>= 1.7``), which on a machine whose cores the players and the
    broker share says how much CPU was left for a second worker rather than whether the
    server scales; and the ratio per worker core: moves per worker CPU second with two workers
-   over the same with one, and what it projects for two workers with a core each.
+   over the same with one, and what it projects for two workers with a core each. With
+   ``--repeats N`` the pair of cases runs N times, one pair after the other, and the medians
+   of the pairs' ratios are printed last.
 2. **failover**: ``--failover-tables`` open tables written into the store (games started,
    ``--moves`` random moves each), adopted by worker w1 at its start; then w2 joins and takes
    its share of them (the balancer). Once that has settled a probe player makes a move at its
@@ -40,6 +42,7 @@ import os
 import random
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -321,6 +324,25 @@ def judge_throughput(one: Throughput, two: Throughput) -> None:
     )
 
 
+def judge_medians(pairs: Sequence[tuple[Throughput, Throughput]]) -> None:
+    """The medians of each pair's ratios (``--repeats``: the pairs ran one after the other,
+    1 worker then 2, so a change in the machine's load hits both cases of a pair alike)."""
+    measured = statistics.median(two.rate / one.rate for one, two in pairs if one.rate)
+    efficiency = statistics.median(
+        two.per_cpu_second / one.per_cpu_second for one, two in pairs if one.per_cpu_second
+    )
+    projected = statistics.median(
+        capacity(two) / capacity(one) for one, two in pairs if capacity(one)
+    )
+    print(
+        f"medians of {len(pairs)} pairs: measured {measured:.2f} "
+        f"({verdict(measured >= SCALE_TARGET)}); per worker core {efficiency:.2f}; "
+        f"projected for a core each {projected:.2f}x "
+        f"(target >= {SCALE_TARGET}: {verdict(projected >= SCALE_TARGET)}, a projection)",
+        flush=True,
+    )
+
+
 def capacity(case: Throughput) -> float:
     """Moves/s ``case.workers`` workers would serve with a core each and nothing else on
     them: each core's second, less what a worker spends idle, over the CPU a move."""
@@ -591,6 +613,12 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=40, help="throughput: tables of bots")
     parser.add_argument("--seconds", type=float, default=20.0, help="throughput: measured")
     parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="throughput: pairs of cases (1 worker, 2 workers) one after the other; medians",
+    )
     parser.add_argument("--player-processes", type=int, default=2)
     parser.add_argument(
         "--policy", default="random", help="throughput: the players' policy (random: lightest)"
@@ -618,13 +646,18 @@ def main() -> None:
         _add_probes(broker, folder)
         try:
             if "throughput" in parts:
-                cases = []
-                for count in (1, 2):
-                    with fresh_store("postgres", arguments.postgres, folder) as store:
-                        case = throughput_case(broker, store, count, arguments, folder)
-                    cases.append(case)
-                    print_throughput(case)
-                judge_throughput(*cases)
+                pairs = []
+                for _ in range(max(1, arguments.repeats)):
+                    cases = []
+                    for count in (1, 2):
+                        with fresh_store("postgres", arguments.postgres, folder) as store:
+                            case = throughput_case(broker, store, count, arguments, folder)
+                        cases.append(case)
+                        print_throughput(case)
+                    judge_throughput(*cases)
+                    pairs.append((cases[0], cases[1]))
+                if len(pairs) > 1:
+                    judge_medians(pairs)
             if "failover" in parts:
                 with fresh_store("postgres", arguments.postgres, folder) as store:
                     result = asyncio.run(failover(broker, store, arguments, folder))
