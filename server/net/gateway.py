@@ -374,7 +374,7 @@ class Gateway:
         self._track(table)
         if handed:
             self._listings[table.table_id] = _listing(table)
-            self._listing_keys[table.table_id] = (table.seats, table.status, table.game_number)
+            self._listing_keys[table.table_id] = _listing_key(table)
             return
         deadline = actor.due() or 0.0
         self._publish_public(table, deadline, quiet=True)
@@ -1070,7 +1070,7 @@ class Gateway:
         one last) and, when it changed, its lobby listing (at once, with a snapshot) and a
         ``table`` log line (not when ``quiet``). ``spectator``: ``view(table.game)`` when the
         caller has it."""
-        key = (table.seats, table.status, table.game_number)
+        key = _listing_key(table)
         known = self._listings.get(table.table_id)
         if known is not None and self._listing_keys.get(table.table_id) == key:
             listing, changed = known, False  # what a listing shows besides is set at creation
@@ -1158,6 +1158,11 @@ def _legal(state: TableState, seat: int) -> tuple[GameCommand, ...]:
     if seat < 0 or game is None or is_over(game) or game.forfeited[seat]:
         return ()
     return tuple(legal_actions(game, seat))
+
+
+def _listing_key(state: TableState) -> tuple[tuple[str, ...], str, int]:
+    """What a table's listing changes with besides what is set at its creation."""
+    return (state.seats, state.status, state.game_number)
 
 
 def _listing(state: TableState) -> TableListing:

@@ -554,10 +554,8 @@ async def _in_one_transaction(
     locks go in one round trip (asyncpg's ``transaction()`` sends BEGIN alone). A database
     error rolls the transaction back (and is raised); any other error leaves the connection
     to the caller, which drops it."""
-    keys = sorted({_table_lock_key(r.table_id) for r in batch if type(r) is _Append})
-    await connection.execute(
-        _BEGIN_AND_LOCK.format(space=_TABLE_LOCKS, keys=",".join(map(str, keys)))
-    )
+    keys = ",".join(map(str, _lock_keys(batch)))
+    await connection.execute(_BEGIN_AND_LOCK.format(space=_TABLE_LOCKS, keys=keys))
     try:
         outcomes = await _apply(connection, batch, fence=fence)
     except asyncpg.PostgresError:
@@ -567,9 +565,14 @@ async def _in_one_transaction(
     return outcomes
 
 
+def _lock_keys(batch: Sequence[_Request]) -> list[int]:
+    """The advisory-lock keys of the tables ``batch`` appends to, ascending."""
+    return sorted({_table_lock_key(r.table_id) for r in batch if type(r) is _Append})
+
+
 async def _lock_tables(connection: Any, batch: Sequence[_Request]) -> None:
     """Take the advisory lock of every table ``batch`` appends to, in ascending key order."""
-    keys = sorted({_table_lock_key(r.table_id) for r in batch if isinstance(r, _Append)})
+    keys = _lock_keys(batch)
     if keys:
         await connection.execute(_LOCK_TABLES, _TABLE_LOCKS, keys)
 
@@ -587,26 +590,19 @@ async def _apply(
     appends = [request for request in batch if type(request) is _Append]
     lost: dict[str, LeaseLost] = {}
     heads: dict[str, int] = {}
-    if fence is not None and appends and not from_events:
-        # The fence and the heads in one round trip.
+    if appends:
         table_ids = sorted({request.table_id for request in appends})
-        rows = await connection.fetch(_FENCED_HEADS, table_ids)
-        heads = {str(table_id): int(head) for table_id, head, _, _ in rows}
-        lost = _fence_lost(
-            fence,
-            table_ids,
-            {str(key): (str(owner), int(epoch)) for key, _, owner, epoch in rows if owner},
-        )
+        if fence is not None and not from_events:  # the fence and the heads in one round trip
+            rows = await connection.fetch(_FENCED_HEADS, table_ids)
+            heads = {str(table_id): int(head) for table_id, head, _, _ in rows}
+            leases = {str(key): (str(owner), int(epoch)) for key, _, owner, epoch in rows if owner}
+            lost = _fence_lost(fence, table_ids, leases)
+        else:
+            if fence is not None:
+                lost = await _check_fence(connection, fence, table_ids)
+            heads = dict(await connection.fetch(_LAST_SEQS if from_events else _HEADS, table_ids))
         if lost:
             appends = [request for request in appends if request.table_id not in lost]
-    elif appends:
-        if fence is not None:
-            lost = await _check_fence(connection, fence, appends)
-            if lost:
-                appends = [request for request in appends if request.table_id not in lost]
-        if appends:
-            table_ids = sorted({request.table_id for request in appends})
-            heads = dict(await connection.fetch(_LAST_SEQS if from_events else _HEADS, table_ids))
     plan = plan_appends(appends, dict(heads))
     if not from_events:
         # Before refusing a request, or accepting one that inserts nothing (so the primary key
@@ -655,11 +651,10 @@ async def _apply(
 
 
 async def _check_fence(
-    connection: Any, fence: Fence, appends: Sequence[_Append]
+    connection: Any, fence: Fence, table_ids: Sequence[str]
 ) -> dict[str, LeaseLost]:
-    """The tables of ``appends`` whose lease ``fence`` does not hold (row locked ``FOR SHARE``
+    """Of ``table_ids``, those whose lease ``fence`` does not hold (row locked ``FOR SHARE``
     until the transaction ends), each with the error that refuses its appends."""
-    table_ids = sorted({request.table_id for request in appends})
     rows = {
         str(key): (str(owner), int(epoch))
         for key, owner, epoch in await connection.fetch(_FENCES, table_ids)
@@ -688,20 +683,19 @@ def _fence_lost(
 
 async def _write_plan(connection: Any, plan: BatchPlan) -> None:
     """Write the rows of ``plan``, one statement per kind of row."""
-    events = plan.events
+    events = [list(column) for column in zip(*plan.events)]
     summaries = plan.summaries
     touched = plan.touched
+    moved = [
+        list(touched),
+        [last for last, _ in touched.values()],
+        [at for _, at in touched.values()],
+    ]
     if events and touched and not summaries:
-        await connection.execute(
-            _INSERT_EVENTS_AND_UPDATE_TABLES,
-            *(list(column) for column in zip(*events)),
-            list(touched),
-            [last for last, _ in touched.values()],
-            [at for _, at in touched.values()],
-        )
+        await connection.execute(_INSERT_EVENTS_AND_UPDATE_TABLES, *events, *moved)
         return
     if events:
-        await connection.execute(_INSERT_EVENTS, *(list(column) for column in zip(*events)))
+        await connection.execute(_INSERT_EVENTS, *events)
     if summaries:
         await connection.execute(
             _UPSERT_TABLES,
@@ -714,12 +708,7 @@ async def _write_plan(connection: Any, plan: BatchPlan) -> None:
             [summary.host for summary, _, _ in summaries.values()],
         )
     if touched:
-        await connection.execute(
-            _UPDATE_TABLES,
-            list(touched),
-            [last for last, _ in touched.values()],
-            [at for _, at in touched.values()],
-        )
+        await connection.execute(_UPDATE_TABLES, *moved)
 
 
 async def _apply_one_by_one(
