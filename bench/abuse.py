@@ -254,6 +254,8 @@ class Setup:
     log: Path
     player_password: str
     mosquitto: subprocess.Popen[bytes] | None = None
+    without_plugin: str = ""
+    """Why Mosquitto runs without deploy/mosquitto's publish rate plugin (empty: with it)."""
 
     def cpu(self) -> dict[str, float]:
         """CPU seconds used so far by the server and by Mosquitto."""
@@ -282,6 +284,7 @@ def start_setup(kind: str, folder: Path) -> Setup:
     server_password = random_password()
     player_password = random_password()
     mosquitto = None
+    without_plugin = ""
     environment = {
         **os.environ,
         "PYTHONUNBUFFERED": "1",
@@ -290,7 +293,13 @@ def start_setup(kind: str, folder: Path) -> Setup:
         "RAMINO_SERVER_PASSWORD": server_password,
     }
     if kind == "mosquitto":
-        from tests.net.conftest import DEPLOY, HOST, _start_mosquitto
+        from tests.net.conftest import (
+            DEPLOY,
+            HOST,
+            PLUGIN_UNAVAILABLE,
+            _start_mosquitto,
+            limits_plugin,
+        )
 
         if shutil.which("mosquitto") is None:
             raise SystemExit("bench.abuse: the mosquitto binary is not installed")
@@ -301,6 +310,7 @@ def start_setup(kind: str, folder: Path) -> Setup:
             accounts.add(name, player_password)
         accounts.save(folder / "passwords")
         mosquitto, port = _start_mosquitto(folder, server_password)
+        without_plugin = "" if limits_plugin() is not None else "; ".join(PLUGIN_UNAVAILABLE)
         environment["RAMINO_BROKER"] = f"mqtt://{HOST}:{port}"
     else:
         environment["RAMINO_BROKER"] = "embedded"
@@ -319,7 +329,15 @@ def start_setup(kind: str, folder: Path) -> Setup:
         for line in log.read_text(errors="replace").splitlines():
             if line.startswith("ramino: serving on"):
                 url = next(word for word in line.split() if word.startswith("mqtt://"))
-                return Setup(kind, url.rstrip(","), server, log, player_password, mosquitto)
+                return Setup(
+                    kind,
+                    url.rstrip(","),
+                    server,
+                    log,
+                    player_password,
+                    mosquitto,
+                    without_plugin,
+                )
         if server.poll() is not None:
             break
         time.sleep(0.05)
@@ -603,6 +621,7 @@ async def main_run(arguments: argparse.Namespace) -> bool:
     began = time.monotonic()
     header(arguments, say)
     results = []
+    unplugged: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ramino-bench-abuse-") as temporary:
         for kind in arguments.brokers:
             folder = Path(temporary) / kind
@@ -610,6 +629,9 @@ async def main_run(arguments: argparse.Namespace) -> bool:
             setup = await asyncio.to_thread(start_setup, kind, folder)
             say()
             say(f"== {kind}: server pid {setup.server.pid} on {setup.url} ==", flush=True)
+            if setup.without_plugin:
+                unplugged.append(setup.without_plugin)
+                say(f"  WITHOUT the publish rate plugin: {setup.without_plugin}")
             try:
                 results.append(await run_broker(setup, arguments, say))
             finally:
@@ -622,6 +644,11 @@ async def main_run(arguments: argparse.Namespace) -> bool:
     say()
     met = judge(results, say)
     say(f"goal 8 {'MET' if met else 'NOT MET'}")
+    if unplugged:
+        say(
+            "  Mosquitto ran without deploy/mosquitto/ramino_limits.c, so its rows measure a "
+            "broker that forwards every flood to the server (docs/operations.md, Hardening)"
+        )
     say(f"load average at end: {load()}; total {time.monotonic() - began:.0f} s")
     return met
 
