@@ -35,6 +35,7 @@ from protocol import topics
 from protocol.client import Client, RequestFailed
 from protocol.messages import LadderEntry, LadderJoin, LadderStatus
 from protocol.transport import Transport
+from server.net.accounts import random_password
 from server.net.serve import ServeConfig, running
 from tests.ladder.conftest import enter
 from tests.net.players import Inbox, card_leaks, states_by_seq
@@ -86,7 +87,8 @@ async def test_an_external_bot_is_rated_a_silent_one_is_suspended_and_nothing_le
         ladder_max_timeouts=2,
         ladder_max_forfeits=MAX_FORFEITS,
     )
-    password = secrets.token_urlsafe(12)
+    # Never a leading dash, which the bot's argparse would take for an option.
+    password = random_password()
     async with running(config) as server:
         assert server.ladder is not None
         ladder = server.ladder.ladder
