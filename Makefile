@@ -13,8 +13,9 @@ $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/python -m pip install --quiet "uv==$(UV_VERSION)"
 
-.venv/.synced: $(UV) pyproject.toml uv.lock
+.venv/.synced: $(UV) pyproject.toml uv.lock server/engine/compiled.py
 	$(UV) sync --frozen --python $(PYTHON)
+	$(RUN) python -m server.engine.compiled
 	@touch $@
 
 demo: .venv/.synced

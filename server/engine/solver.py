@@ -345,6 +345,8 @@ class _Context:
     __slots__ = (
         "best_melds",
         "by_lowest",
+        "compiled",
+        "compiled_bound",
         "deadwood",
         "joker_value",
         "long_sets",
@@ -384,6 +386,10 @@ class _Context:
         self.searches: dict[int, _Search] = {}
         self.split: _Split | None = None
         """``deadwood`` of two-deck and joker hands, made on first use."""
+        self.compiled: Callable[[int, int, int], int] | None = None
+        """The compiled search for two-deck and joker hands (``server.engine.compiled``),
+        bound on first use; None where numba is missing or the ace goes around."""
+        self.compiled_bound = False
         self.melds: dict[int, Meld] = {}
         """The ``Meld`` of first-deck cards for a face mask, built (and checked) once."""
         self.run_melds: tuple[list[tuple[Meld, ...] | None], ...] = tuple(
@@ -1826,6 +1832,33 @@ def _deadwood_of_two_decks(context: _Context, cards: tuple[Card, ...], bits: int
     jokers = (bits >> _JOKER_BITS).bit_count()
     if not jokers and present.bit_count() == len(cards):  # second-deck cards, no face twice
         return _one_deck_deadwood(context, present)
+    compiled = context.compiled if context.compiled_bound else _bind_compiled(context)
+    if compiled is not None:
+        return compiled(present, bits & bits >> _SECOND_COPY & _FACES, jokers)
+    return _python_two_deck_deadwood(context, cards, bits, jokers)
+
+
+def _bind_compiled(context: _Context) -> Callable[[int, int, int], int] | None:
+    """``context.compiled``, bound on the first call (importing numba only then)."""
+    context.compiled_bound = True
+    rules = context.rules
+    if rules.ace is AceMode.AROUND or rules.min_natural < 1:
+        return None
+    from server.engine import compiled
+
+    if not compiled.AVAILABLE:
+        return None
+    context.compiled = compiled.bind(
+        context.values, rules.ace is AceMode.HIGH_OR_LOW, rules.min_natural
+    )
+    return context.compiled
+
+
+def _python_two_deck_deadwood(
+    context: _Context, cards: tuple[Card, ...], bits: int, jokers: int
+) -> int:
+    """``deadwood`` of a two-deck hand with jokers or a face twice, in pure Python (memoised
+    suit patterns, ``_Split``), where the compiled search is not available."""
     split = context.split
     if split is None:
         split = context.split = _Split(context)

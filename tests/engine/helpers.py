@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+import pytest
+
 from server.engine import (
     Card,
     Command,
@@ -37,6 +39,7 @@ from server.engine import (
     parse_card,
     parse_cards,
     parse_face,
+    solver,
     to_move,
 )
 from server.engine.game import deal_layout
@@ -49,6 +52,7 @@ __all__ = [
     "meld",
     "next_dealer",
     "play",
+    "pure_python_solver",
     "refusal",
     "run_down_stock",
     "spec",
@@ -203,3 +207,17 @@ def refusal(state: State, seat: int, command: Command) -> str:
     except RuleError as error:
         return error.code
     raise AssertionError(f"{describe_command(command)} was accepted: {events!r}")
+
+
+def pure_python_solver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Until the test ends, the solver's contexts are made afresh and never use the compiled
+    search (``server.engine.compiled``): its pure-Python path answers."""
+
+    def switched_off(context: solver._Context) -> None:
+        context.compiled_bound = True
+        return
+
+    monkeypatch.setattr(solver, "_contexts", {})
+    monkeypatch.setattr(solver, "_last_rules", None)
+    monkeypatch.setattr(solver, "_last_values", None)
+    monkeypatch.setattr(solver, "_bind_compiled", switched_off)

@@ -1,5 +1,9 @@
 """``deadwood`` on two-deck and joker hands (sets rank by rank, runs suit by suit) against the
-component search it replaced, ``solver._general_deadwood``, kept as the reference."""
+component search it replaced, ``solver._general_deadwood``, kept as the reference.
+
+These are the pure-Python path's tests: the compiled search (``server.engine.compiled``) is
+switched off here; tests/engine/test_compiled.py checks it against this path.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +16,18 @@ from protocol.cards import JOKER, Card, card_face, make_deck, parse_cards
 from server.engine import VARIANTS, make_rules, solver
 from server.engine.melds import AceMode, MeldRules
 from server.engine.solver import deadwood
+from tests.engine.helpers import pure_python_solver
 
 RAMINO_VALUES: tuple[int, ...] = (
     *(15 if face % 13 == 0 else min(face % 13 + 1, 10) for face in range(52)),
     30,
 )
+
+
+@pytest.fixture(autouse=True)
+def pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Solver contexts made afresh, without the compiled search."""
+    pure_python_solver(monkeypatch)
 
 
 def reference_deadwood(cards: tuple[Card, ...], rules: MeldRules, values: tuple[int, ...]) -> int:
