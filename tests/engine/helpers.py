@@ -215,7 +215,6 @@ def pure_python_solver(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def switched_off(context: solver._Context) -> None:
         context.compiled_bound = True
-        return
 
     monkeypatch.setattr(solver, "_contexts", {})
     monkeypatch.setattr(solver, "_last_rules", None)
