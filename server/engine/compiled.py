@@ -76,6 +76,24 @@ def _jit(function: Any) -> Any:
 _LEVELS = 106
 """Most nested calls of the search: each places at least one natural card (at most 104)."""
 
+# The columns of the search's frame table (one row a nesting level): the card placed; the
+# jokers, melded value, joker room and value left it started with; where its choices stand:
+# the phase, the run chain's depth, naturals, gaps and value, the set subset tried and the
+# subset applied (0: none).
+_FIRST = 0
+_JOKERS = 1
+_MELDED = 2
+_ROOM = 3
+_LEFT = 4
+_PHASE = 5
+_DEPTH = 6
+_NATURALS = 7
+_GAPS = 8
+_CHAIN = 9
+_SUBSET = 10
+_APPLIED = 11
+_FIELDS = 12
+
 
 @_jit
 def _least_deadwood(
@@ -98,18 +116,7 @@ def _least_deadwood(
     joker_value = values[52]
     left_start = total
     total += jokers * joker_value
-    first_of = numpy.zeros(_LEVELS, numpy.int64)
-    jokers_of = numpy.zeros(_LEVELS, numpy.int64)
-    melded_of = numpy.zeros(_LEVELS, numpy.int64)
-    room_of = numpy.zeros(_LEVELS, numpy.int64)
-    left_of = numpy.zeros(_LEVELS, numpy.int64)
-    phase_of = numpy.zeros(_LEVELS, numpy.int64)
-    depth_of = numpy.zeros(_LEVELS, numpy.int64)
-    naturals_of = numpy.zeros(_LEVELS, numpy.int64)
-    gaps_of = numpy.zeros(_LEVELS, numpy.int64)
-    chain_of = numpy.zeros(_LEVELS, numpy.int64)
-    subset_of = numpy.zeros(_LEVELS, numpy.int64)
-    applied_of = numpy.zeros(_LEVELS, numpy.int64)
+    frame = numpy.zeros((_LEVELS, _FIELDS), numpy.int64)
     tried = numpy.zeros((_LEVELS, _MAX_RUN + 1), numpy.int64)
     taken = numpy.zeros((_LEVELS, _MAX_RUN + 1), numpy.int64)
     best: int = 0
@@ -135,43 +142,43 @@ def _least_deadwood(
                 else:
                     level += 1
                     counts[first] -= 1
-                    first_of[level] = first
-                    jokers_of[level] = call_jokers
-                    melded_of[level] = call_melded
-                    room_of[level] = call_room
-                    left_of[level] = call_left - values[first]
-                    phase_of[level] = 0
-                    depth_of[level] = 0
-                    naturals_of[level] = 1
-                    gaps_of[level] = 0
-                    chain_of[level] = values[first]
+                    frame[level, _FIRST] = first
+                    frame[level, _JOKERS] = call_jokers
+                    frame[level, _MELDED] = call_melded
+                    frame[level, _ROOM] = call_room
+                    frame[level, _LEFT] = call_left - values[first]
+                    frame[level, _PHASE] = 0
+                    frame[level, _DEPTH] = 0
+                    frame[level, _NATURALS] = 1
+                    frame[level, _GAPS] = 0
+                    frame[level, _CHAIN] = values[first]
                     tried[level, 0] = 0
-                    subset_of[level] = 0
-                    applied_of[level] = 0
+                    frame[level, _SUBSET] = 0
+                    frame[level, _APPLIED] = 0
             if level < 0:
                 break
             continue
-        first = first_of[level]
+        first = frame[level, _FIRST]
         suit = first // 13
         rank = first - suit * 13
         base = suit * 13
-        phase = phase_of[level]
-        held_jokers = jokers_of[level]
+        phase = frame[level, _PHASE]
+        held_jokers = frame[level, _JOKERS]
         if phase <= 1:
             # A run chain headed by ``first``: up the ranks (phase 0), or for an ace above the
             # king, down from the king (phase 1). Each depth is a natural card (tried first) or
             # a joker in a gap; a chain ending in a natural card closes a run.
             if phase == 1 and not (high and rank == 0):
-                phase_of[level] = 2
+                frame[level, _PHASE] = 2
                 continue
             step = 1 if phase == 0 else -1
             position = rank + 1 if phase == 0 else 12
             stop = 12 if phase == 0 else 1
-            depth = depth_of[level]
-            naturals = naturals_of[level]
-            gaps = gaps_of[level]
-            chain_value = chain_of[level]
-            left = left_of[level]
+            depth = frame[level, _DEPTH]
+            naturals = frame[level, _NATURALS]
+            gaps = frame[level, _GAPS]
+            chain_value = frame[level, _CHAIN]
+            left = frame[level, _LEFT]
             while True:
                 at = position + step * depth
                 advanced = False
@@ -202,8 +209,8 @@ def _least_deadwood(
                             pending = True
                             call_start = first
                             call_jokers = held_jokers - used
-                            call_melded = melded_of[level] + chain_value + used * joker_value
-                            call_room = room_of[level] + _MAX_RUN - span - extra
+                            call_melded = frame[level, _MELDED] + chain_value + used * joker_value
+                            call_room = frame[level, _ROOM] + _MAX_RUN - span - extra
                             call_left = left
                             break
                     continue
@@ -218,40 +225,40 @@ def _least_deadwood(
                     left += values[face]
                 else:
                     gaps -= 1
-            depth_of[level] = depth
-            naturals_of[level] = naturals
-            gaps_of[level] = gaps
-            chain_of[level] = chain_value
-            left_of[level] = left
+            frame[level, _DEPTH] = depth
+            frame[level, _NATURALS] = naturals
+            frame[level, _GAPS] = gaps
+            frame[level, _CHAIN] = chain_value
+            frame[level, _LEFT] = left
             if not pending:  # this chain is done: the next phase starts afresh
-                phase_of[level] = phase + 1
-                depth_of[level] = 0
-                naturals_of[level] = 1
-                gaps_of[level] = 0
-                chain_of[level] = values[first]
+                frame[level, _PHASE] = phase + 1
+                frame[level, _DEPTH] = 0
+                frame[level, _NATURALS] = 1
+                frame[level, _GAPS] = 0
+                frame[level, _CHAIN] = values[first]
                 tried[level, 0] = 0
             continue
         if phase == 2:
             # The card and two jokers (when one natural card makes a meld).
-            phase_of[level] = 3
+            frame[level, _PHASE] = 3
             if min_natural <= 1 and held_jokers >= 2:
                 pending = True
                 call_start = first
                 call_jokers = held_jokers - 2
-                call_melded = melded_of[level] + values[first] + 2 * joker_value
-                call_room = room_of[level] + _MAX_RUN - 3
-                call_left = left_of[level]
+                call_melded = frame[level, _MELDED] + values[first] + 2 * joker_value
+                call_room = frame[level, _ROOM] + _MAX_RUN - 3
+                call_left = frame[level, _LEFT]
             continue
         if phase == 3:
             # Sets: the card and any of the later suits' cards of its rank (``subset``: bit i
             # for suit ``suit + 1 + i``), with the jokers that bring it to three.
-            applied = applied_of[level]
+            applied = frame[level, _APPLIED]
             if applied:
                 for other in range(3):
                     if applied >> other & 1:
                         counts[(suit + 1 + other) * 13 + rank] += 1
-                applied_of[level] = 0
-            subset = subset_of[level]
+                frame[level, _APPLIED] = 0
+            subset = frame[level, _SUBSET]
             while subset < 8 and not pending:
                 naturals = 1
                 set_value = values[first]
@@ -269,27 +276,27 @@ def _least_deadwood(
                     for other in range(3):
                         if subset >> other & 1:
                             counts[(suit + 1 + other) * 13 + rank] -= 1
-                    applied_of[level] = subset if subset else 8
+                    frame[level, _APPLIED] = subset if subset else 8
                     pending = True
                     call_start = first
                     call_jokers = held_jokers - extra
-                    call_melded = melded_of[level] + set_value + extra * joker_value
-                    call_room = room_of[level] + _MAX_SET - naturals - extra
-                    call_left = left_of[level] - (set_value - values[first])
+                    call_melded = frame[level, _MELDED] + set_value + extra * joker_value
+                    call_room = frame[level, _ROOM] + _MAX_SET - naturals - extra
+                    call_left = frame[level, _LEFT] - (set_value - values[first])
                 subset += 1
-            subset_of[level] = subset
+            frame[level, _SUBSET] = subset
             if not pending:
-                phase_of[level] = 4
+                frame[level, _PHASE] = 4
             continue
         if phase == 4:
             # Deadwood.
-            phase_of[level] = 5
+            frame[level, _PHASE] = 5
             pending = True
             call_start = first
             call_jokers = held_jokers
-            call_melded = melded_of[level]
-            call_room = room_of[level]
-            call_left = left_of[level]
+            call_melded = frame[level, _MELDED]
+            call_room = frame[level, _ROOM]
+            call_left = frame[level, _LEFT]
             continue
         counts[first] += 1
         level -= 1
