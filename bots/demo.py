@@ -141,7 +141,8 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
         if live:
             _draw(out, stats, drawn)
         print(("\nStopped. " if interrupted else "\nDone. ") + stats.line(), file=out)
-        _epilogue(out, options, stats, broker)
+        stays_up = house is not None and not interrupted
+        _epilogue(out, options, stats, broker, stays_up)
         if house is not None:
             if not interrupted:
                 # Ctrl-C is caught before it is offered (a prompt reader may press it at once).
@@ -209,7 +210,8 @@ def _runnable(path: Path) -> str:
         return str(path)
 
 
-def _epilogue(out: TextIO, options: DemoOptions, stats: Stats, broker: str) -> None:
+def _epilogue(out: TextIO, options: DemoOptions, stats: Stats, broker: str, stays_up: bool) -> None:
+    """What to do next. ``stays_up``: the web page, and so the broker, keep serving."""
     tables: Sequence[TableProgress] = list(stats.tables.values())
     bin_dir = Path(sys.executable).parent
     ramino, python = _runnable(bin_dir / "ramino"), _runnable(bin_dir / "python")
@@ -223,14 +225,23 @@ def _epilogue(out: TextIO, options: DemoOptions, stats: Stats, broker: str) -> N
             file=out,
         )
     client = _runnable(Path(__file__).resolve().parent.parent / "examples" / "random_client.py")
+    if stays_up:
+        print(
+            "\nPlay against the bots yourself while the page is up: connect any MQTT client as"
+            " described in docs/protocol.md\nto this demo's broker, which serves until Ctrl-C:"
+            f" {broker}; for example:\n"
+            f"  {python} {client} --broker {broker} --user me --password any --create knock\n"
+            "and a house bot takes the other seat of the table, as on the web page.",
+            file=out,
+        )
+        return
     print(
         f"\nPlay against the server yourself: `{ramino} serve` runs it (embedded broker,"
         " guests welcome) and prints its broker's address;\nthen connect any MQTT client as"
         " described in docs/protocol.md to that address (1883 when it is free), for example:\n"
-        f"  {python} {client} --broker mqtt://127.0.0.1:PORT "
-        "--user me --password any --create knock\n"
+        f"  {python} {client} --broker mqtt://127.0.0.1:PORT --user me --password any"
+        " --create knock\n"
         "and a second player, in another terminal, with --user you --join TABLE (the id the"
-        " first prints).\n"
-        f"(this demo's broker, {broker}, stopped with it).",
+        f" first prints).\n(this demo's broker, {broker}, stopped with it).",
         file=out,
     )

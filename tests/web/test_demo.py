@@ -1,5 +1,6 @@
 """``ramino demo --web`` (what ``make demo`` runs): the page's address is printed, the page is
-served there, and once the bots' tables are done the demo stays up until Ctrl-C, then exits 0."""
+served there, and once the bots' tables are done the demo (page and broker) stays up until
+Ctrl-C, then exits 0."""
 
 from __future__ import annotations
 
@@ -58,7 +59,31 @@ async def test_demo_prints_the_page_serves_it_and_stops_on_ctrl_c(tmp_path: Path
             page = await asyncio.to_thread(_get, found.group(1))
             assert b"<title>Ramino</title>" in page
             await _line(process.stdout, r"Done\. 6 games finished", seen)
+            found = await _line(
+                process.stdout, r"broker, which serves until Ctrl-C: (mqtt://\S+);", seen
+            )
+            broker = found.group(1)
+            await _line(process.stdout, re.escape(f"--broker {broker} --user me"), seen)
+            await _line(process.stdout, r"a house bot takes the other seat", seen)
             await _line(process.stdout, r"The web page stays up at http://\S+ ; Ctrl-C stops", seen)
+            # As it says: a client that creates a table there plays a game against a house bot.
+            client = await asyncio.create_subprocess_exec(
+                sys.executable,
+                str(ROOT / "examples" / "random_client.py"),
+                "--broker",
+                broker,
+                "--user",
+                "me",
+                "--password",
+                "any",
+                "--create",
+                "knock",
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            played, _ = await client.communicate()
+            assert 0 == client.returncode, played.decode()
+            assert re.search(r"^winners \S", played.decode(), re.MULTILINE), played.decode()
             process.send_signal(signal.SIGINT)
             assert 0 == await process.wait()
     finally:
