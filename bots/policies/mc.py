@@ -148,6 +148,9 @@ class MonteCarloPolicy:
         self.kept_hands = kept_hands
         self.clock = clock
         self._danger: Callable[[Card], float] | None = None
+        self.trace: Callable[[View, list[tuple[Command, float]], Command], None] | None = None
+        """Called after every search with the view, each candidate's mean value over the
+        worlds played (``nan`` if none) and the command chosen (``bench.mc_knocks``)."""
 
     def observe(self, seat: int, event: Event) -> None:
         """Track ``event`` for ``seat`` (the heuristic's card tracking)."""
@@ -182,6 +185,11 @@ class MonteCarloPolicy:
             ]
         if len(candidates) > 1:
             command = self._search(rules, seen, turn.knowledge, candidates, rng, started)
+            if self.trace is not None:
+                means = [
+                    (c.command, c.total / c.count if c.count else math.nan) for c in candidates
+                ]
+                self.trace(seen, means, command)
         else:
             command = default
         tracker.note_command(seen, command)

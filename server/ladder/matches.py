@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from bots.duel import hand_winners
-from bots.policies.base import find_policy
+from bots.policies.base import Policy, find_policy
 from server.engine import (
     Event,
     HandEnded,
@@ -123,14 +123,16 @@ def play_game(
     seed: str,
     rotation: int,
     watch: Watcher | None = None,
+    make: Callable[[str], Policy] = find_policy,
 ) -> GameRecord:
-    """Play one hand with seat ``s`` played by a new ``specs[order[s]]`` policy.
+    """Play one hand with seat ``s`` played by a new ``specs[order[s]]`` policy (made by
+    ``make``: ``find_policy`` unless a bench wants to watch a policy's insides).
 
     Raises:
         AssertionError: a policy chose an illegal command (a bug; the message names it).
     """
     players = rules.players
-    policies = [find_policy(specs[index]) for index in order]
+    policies = [make(specs[index]) for index in order]
     rngs = [random.Random(f"{seed}:{rotation}:{seat}") for seat in range(players)]
     state = new_game(rules)
     decisions = 0
@@ -199,7 +201,11 @@ def rank_totals(
 
 
 def play_match(
-    rules: Rules, specs: Sequence[str], seed: str, watch: Watcher | None = None
+    rules: Rules,
+    specs: Sequence[str],
+    seed: str,
+    watch: Watcher | None = None,
+    make: Callable[[str], Policy] = find_policy,
 ) -> MatchOutcome:
     """Play the match of ``seed`` between the policies ``specs`` (one per seat).
 
@@ -212,7 +218,7 @@ def play_match(
         raise ValueError(f"{players} seats need {players} entrants, got {len(specs)}")
     started = time.perf_counter()
     games = tuple(
-        play_game(rules, specs, order, seed, index, watch)
+        play_game(rules, specs, order, seed, index, watch, make)
         for index, order in enumerate(rotations(players))
     )
     wins = [Fraction(0)] * players

@@ -182,3 +182,19 @@ def test_kept_hands_hold_less_deadwood_than_random_ones() -> None:
         raw_total += raw
         kept_total += tight
     assert kept_total < raw_total
+
+
+def test_the_trace_sees_every_candidate_and_the_choice() -> None:
+    """A search reports each candidate's mean over the worlds played, the heuristic's move
+    first (here: play on, a discard), and the command it returns."""
+    policy = version3(budget_ms=600_000)
+    policy.samples = policy.min_samples = 16
+    seen_calls: list[tuple[list[tuple[Command, float]], Command]] = []
+    policy.trace = lambda _seen, means, chosen: seen_calls.append((means, chosen))
+    chosen = _choice(policy)
+    assert 1 == len(seen_calls)
+    means, traced = seen_calls[0]
+    assert traced == chosen
+    assert isinstance(means[0][0], Discard)
+    assert any(isinstance(command, Knock) for command, _ in means)
+    assert all(-200 < value < 200 for _, value in means)

@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import pytest
 
+from bots.policies.base import Policy, find_policy
 from server.engine import Dealt, Event
 from server.ladder.matches import play_match, rank_totals, rotations
 from server.ladder.pools import parse_pool
@@ -105,3 +106,16 @@ def test_ranks_are_by_wins_then_points_with_shared_ranks() -> None:
     points = [Fraction(50), Fraction(10), Fraction(40), Fraction(90)]
     assert (2, 1, 3, 4) == rank_totals(wins, points, penalty=False)
     assert (3, 1, 2, 4) == rank_totals(wins, points, penalty=True)
+
+
+def test_a_match_makes_its_policies_with_the_given_factory() -> None:
+    """``make`` builds every seat's policy of every rotation: two seats, two orders, four
+    policies, each entrant's spec twice."""
+    made: list[str] = []
+
+    def make(name: str) -> Policy:
+        made.append(name)
+        return find_policy(name)
+
+    play_match(parse_pool("gin-2").rules(), ["random", "greedy"], "factory", make=make)
+    assert ["greedy", "greedy", "random", "random"] == sorted(made)
