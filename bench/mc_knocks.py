@@ -1,6 +1,7 @@
 """Where ``mc`` leaves ``heuristic``'s play in Gin Rummy, and whether it should have.
 
-Run with ``python -m bench.mc_knocks [--matches N] [--jobs J] [--seed S] [--spec mc:200:v3]``.
+Run with ``python -m bench.mc_knocks [--matches N] [--jobs J] [--seed S] [--spec mc:200:v3]
+[--set NAME=VALUE ...]`` (``--set`` changes an attribute of the ``mc`` policy: a variant).
 It plays ``N`` ladder matches of the gin-2 pool (one deal, both seat orders, as
 ``server.ladder.matches``) between ``--spec`` and ``heuristic`` and prints two things.
 
@@ -141,7 +142,20 @@ class _Game:
         return evolve(state, event)
 
 
-def _match(spec: str, seed: str) -> MatchRow:
+def _setting(policy: MonteCarloPolicy, pair: str) -> None:
+    name, _, text = pair.partition("=")
+    current = getattr(policy, name)  # an unknown name is an AttributeError
+    value: object
+    if isinstance(current, bool):
+        value = text in ("1", "true", "yes")
+    elif isinstance(current, frozenset):
+        value = frozenset(text.split("+"))
+    else:
+        value = type(current)(text)
+    setattr(policy, name, value)
+
+
+def _match(spec: str, seed: str, settings: tuple[str, ...] = ()) -> MatchRow:
     rules = parse_pools("gin-2")[0].rules()
     game = _Game(rules)
     kinds: list[str] = []
@@ -176,6 +190,8 @@ def _match(spec: str, seed: str) -> MatchRow:
         policy = find_policy(name)
         if isinstance(policy, MonteCarloPolicy):
             policy.trace = trace
+            for pair in settings:
+                _setting(policy, pair)
         return policy
 
     outcome = play_match(rules, [spec, "heuristic"], seed, game.watch, make)
@@ -253,7 +269,7 @@ def _report(spec: str, rows: Sequence[MatchRow], seconds: float) -> None:
             )
 
 
-def _one(job: tuple[str, str]) -> MatchRow:
+def _one(job: tuple[str, str, tuple[str, ...]]) -> MatchRow:
     return _match(*job)
 
 
@@ -263,15 +279,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seed", default="knocks")
     parser.add_argument("--spec", default="mc:200:v3", help="the mc policy (default mc:200:v3)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set an attribute of the mc policy (a variant to measure; repeatable)",
+    )
     args = parser.parse_args(argv)
-    jobs = [(args.spec, f"{args.seed}:{index}") for index in range(args.matches)]
+    settings = tuple(args.set)
+    jobs = [(args.spec, f"{args.seed}:{index}", settings) for index in range(args.matches)]
     started = time.perf_counter()
     if args.jobs > 1:
         with multiprocessing.Pool(args.jobs) as pool:
             rows = pool.map(_one, jobs, chunksize=2)
     else:
         rows = [_one(job) for job in jobs]
-    _report(args.spec, rows, time.perf_counter() - started)
+    name = " ".join((args.spec, *settings))
+    _report(name, rows, time.perf_counter() - started)
 
 
 if __name__ == "__main__":
