@@ -48,6 +48,11 @@ async def _with_ladder(
         await store.close()
 
 
+def _wins(count: float) -> str:
+    """``1 win``, ``0 wins``, ``1.5 wins`` (a match's win share may be a fraction)."""
+    return f"{count:g} {'win' if count == 1 else 'wins'}"
+
+
 def _min_matches(state: LadderState, given: int | None) -> int:
     if given is not None:
         return given
@@ -200,7 +205,7 @@ def _command_run(args: argparse.Namespace) -> int:
             print(json.dumps(event_json(result)), flush=True)
             return
         cells = ", ".join(
-            f"{name} #{rank} ({wins:g} wins, {points:g} pts)"
+            f"{name} #{rank} ({_wins(wins)}, {points:g} pts)"
             for name, rank, wins, points in zip(
                 result.entrants, result.ranks, result.wins, result.points
             )
@@ -319,7 +324,7 @@ def _command_history(args: argparse.Namespace) -> int:
     for row in rows:
         print(
             f"{row['match']:<8} {row['pool']:<12} #{row['rank']} vs {', '.join(row['opponents'])}:"
-            f" {row['wins']:g} wins, {row['points']:g} pts -> mu {row['mu']:.2f}"
+            f" {_wins(row['wins'])}, {row['points']:g} pts -> mu {row['mu']:.2f}"
             f" sigma {row['sigma']:.2f} (ordinal {row['ordinal']:.2f})"
         )
     return 0

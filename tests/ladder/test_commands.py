@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from server.cli import main
+from server.ladder.commands import _wins
 from server.ladder.pairing import PairingSettings
 from server.ladder.pools import parse_pools
 from server.ladder.service import Ladder, RunSettings
@@ -156,3 +157,26 @@ def test_an_empty_leaderboard_says_when_entrants_are_listed(
     )
     assert 0 == status
     assert "an entrant is listed after 1000 matches; --all lists all" in out
+
+
+def test_history_text_counts_wins_in_words(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The text ``history`` says ``1 win`` and ``N wins`` as the JSON's ``wins`` has it, one
+    line a result."""
+    _, out, _ = _run(capsys, "ladder", "history", "heuristic@1", "--store", filled, "--json")
+    rows = json.loads(out)
+    status, text, _ = _run(capsys, "ladder", "history", "heuristic@1", "--store", filled)
+    assert 0 == status
+    lines = text.splitlines()
+    assert len(rows) == len(lines)
+    for row, line in zip(rows, lines):
+        count = row["wins"]
+        words = f"{count:g} win," if count == 1 else f"{count:g} wins,"
+        assert f": {words} " in line
+
+
+def test_a_win_count_reads_as_words() -> None:
+    """One win is singular; none, several and shares of split hands are plural."""
+    assert "1 win" == _wins(1)
+    assert "0 wins" == _wins(0)
+    assert "2 wins" == _wins(2)
+    assert "1.5 wins" == _wins(1.5)
