@@ -36,6 +36,7 @@ from server.engine import (
     legal_actions,
     make_rules,
     new_game,
+    redact,
     view,
 )
 from server.engine.variants import parse_option_value
@@ -45,6 +46,12 @@ if TYPE_CHECKING:
     from server.tables.replay import LogRow
 
 __all__ = ["main"]
+
+
+class WatchError(CodedError):
+    """``ramino watch`` asked for bots it cannot seat (code ``watch/*``)."""
+
+    default_code = "watch/invalid"
 
 
 def _parse_options(pairs: Sequence[str]) -> dict[str, object]:
@@ -140,7 +147,7 @@ def _command_simulate(args: argparse.Namespace) -> int:
 
 
 def _command_watch(args: argparse.Namespace) -> int:
-    from bots.policies import GreedyPolicy
+    from bots.policies import find_policy, supports
 
     if args.preset:
         args.variant = args.preset
@@ -149,18 +156,46 @@ def _command_watch(args: argparse.Namespace) -> int:
         preset = find_variant(args.variant)
         players = max(preset.min_players, min(3, preset.max_players))
     rules = make_rules(args.variant, _parse_options(args.option), players)
-    names = [f"bot{seat + 1}" for seat in range(players)]
+    specs = [spec.strip() for spec in args.policies.split(",") if spec.strip()]
+    if len(specs) == 1:
+        specs *= players
+    if len(specs) != players:
+        raise WatchError(
+            f"--policies names one policy or one per seat ({players}), got {len(specs)}",
+            "watch/bad_policies",
+        )
+    policies = []
+    for spec in specs:
+        try:
+            policy = find_policy(spec)
+        except KeyError as error:
+            raise WatchError(str(error.args[0]), "watch/unknown_policy") from None
+        if not supports(policy, rules):
+            raise WatchError(
+                f"policy {spec!r} does not play {rules.preset!r}", "watch/unsupported_variant"
+            )
+        policies.append(policy)
+    if len(set(specs)) == 1:
+        names = [f"bot{seat + 1}" for seat in range(players)]
+        print(f"{rules.preset} with {players} {specs[0]} bots (seed {args.seed})")
+    else:
+        names = [f"{spec}({seat + 1})" for seat, spec in enumerate(specs)]
+        print(f"{rules.preset}: {', '.join(names)} (seed {args.seed})")
     rng = random.Random(args.seed)
-    policy = GreedyPolicy()
+    choices = [random.Random(f"{args.seed}:{seat}") for seat in range(players)]
     state = new_game(rules)
-    print(f"{rules.preset} with {players} greedy bots (seed {args.seed})")
 
     def choose(state: State, seat: int) -> Command:
-        return policy.choose(rules, view(state, seat), legal_actions(state, seat), rng)
+        actions = legal_actions(state, seat)
+        return policies[seat].choose(rules, view(state, seat), actions, choices[seat])
 
     while not is_over(state):
         for event in advance(state, rng, choose):
             print("  " + describe_event(event, names, len(state.melds)))
+            for watcher, policy in enumerate(policies):
+                observe = getattr(policy, "observe", None)
+                if observe is not None:
+                    observe(watcher, redact(state, event, watcher))
             state = evolve(state, event)
             if args.show_hands and state.turn >= 0 and not isinstance(event, HandEnded):
                 hand = format_cards(state.hands[state.turn])
@@ -332,6 +367,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
     demo.add_argument(
         "--show-hands", action="store_true", help="print the hand of the seat to move"
+    )
+    demo.add_argument(
+        "--policies",
+        default="greedy",
+        metavar="A[,B,...]",
+        help="the bots: one policy for every seat or one per seat (default greedy;"
+        " random, greedy, simple, heuristic, mc, mc:MS:v3, ...)",
     )
     demo.set_defaults(handler=_command_watch)
 

@@ -107,6 +107,9 @@ def test_simulate_with_another_seed_plays_other_games(capsys: pytest.CaptureFixt
             "variant/contradictory_options",
         ),
         (("watch", "--variant", "basic", "--option", "going_rummy"), "variant/bad_option"),
+        (("watch", "gin", "--policies", "greedy,nope"), "watch/unknown_policy"),
+        (("watch", "basic", "--policies", "mc"), "watch/unsupported_variant"),
+        (("watch", "knock", "--players", "3", "--policies", "mc,greedy"), "watch/bad_policies"),
     ],
 )
 def test_bad_variant_or_option_exits_2_with_the_code(
@@ -126,6 +129,20 @@ def test_watch_prints_a_whole_game_move_by_move(capsys: pytest.CaptureFixture[st
     assert any("deals (52 cards)" in line for line in lines)
     assert any("discards" in line for line in lines)
     assert any(line.strip().startswith("hand 1 over:") for line in lines)
+    assert lines[-1].strip().startswith("game over:")
+
+
+def test_watch_seats_the_policies_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--policies A,B`` seats A in seat 1 and B in seat 2 and names each seat by its
+    policy; the card-tracking ``heuristic`` sees the game's events and plays it to the end."""
+    status, out, _ = _run(
+        capsys, "watch", "gin", "--players", "2", "--policies", "heuristic,simple", "--seed", "2"
+    )
+    lines = out.splitlines()
+    assert 0 == status
+    assert "gin: heuristic(1), simple(2) (seed 2)" == lines[0]
+    assert any(line.strip().startswith("heuristic(1) ") for line in lines)
+    assert any(line.strip().startswith("simple(2) ") for line in lines)
     assert lines[-1].strip().startswith("game over:")
 
 
