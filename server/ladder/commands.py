@@ -262,12 +262,13 @@ def _print_board(rows: list[dict[str, Any]], minimum: int) -> None:
         )
         return
     print(
-        f"  {'#':>2} {'entrant':<16} {'mu-3s':>7} {'mu':>7} {'sigma':>6} {'matches':>7} {'wins':>5}"
+        f"  {'#':>2} {'entrant':<16} {'mu-3s':>7} {'mu':>7} {'sigma':>6} {'matches':>7}"
+        f" {'games won':>9}"
     )
     for row in rows:
         print(
             f"  {row['rank']:>2} {row['entrant']:<16} {row['ordinal']:>7.2f} {row['mu']:>7.2f}"
-            f" {row['sigma']:>6.2f} {row['matches']:>7} {row['win_share']:>5.2f}"
+            f" {row['sigma']:>6.2f} {row['matches']:>7} {row['win_share']:>9.0%}"
         )
 
 

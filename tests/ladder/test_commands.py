@@ -180,3 +180,23 @@ def test_a_win_count_reads_as_words() -> None:
     assert "0 wins" == _wins(0)
     assert "2 wins" == _wins(2)
     assert "1.5 wins" == _wins(1.5)
+
+
+def test_the_text_leaderboard_shows_the_share_of_games_won(
+    filled: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The text board's last column, ``games won``, is the JSON's ``win_share`` as a
+    percentage, one row per listed entrant in the JSON's order."""
+    _, out, _ = _run(
+        capsys, "ladder", "leaderboard", "--store", filled, "--pool", "knock-2", "--json"
+    )
+    board = json.loads(out)
+    status, text, _ = _run(capsys, "ladder", "leaderboard", "--store", filled, "--pool", "knock-2")
+    assert 0 == status
+    lines = text.splitlines()
+    assert lines[1].rstrip().endswith("games won")
+    rows = lines[2:]
+    assert len(board) == len(rows)
+    for row, line in zip(board, rows):
+        assert row["entrant"] == line.split()[1]
+        assert f"{row['win_share']:.0%}" == line.split()[-1]
