@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from bots.policies.base import find_policy, supports
+from bots.policies.base import checked_policy, find_policy
 from protocol.errors import CodedError
 from server.engine import (
     Event,
@@ -687,14 +687,7 @@ def run_duel(config: DuelConfig) -> DuelSummary:
     except ValueError as error:
         raise DuelError(str(error), "duel/bad_policies") from error
     for name in config.policies:
-        try:
-            policy = find_policy(name)
-        except KeyError as error:
-            raise DuelError(str(error.args[0]), "duel/unknown_policy") from None
-        if not supports(policy, rules):
-            raise DuelError(
-                f"policy {name!r} does not play {rules.preset!r}", "duel/unsupported_variant"
-            )
+        checked_policy(name, rules, DuelError)
     if config.sprt is not None and (
         len(config.policies) != 2 or config.players % 2 or not config.sprt[1] > config.sprt[0]
     ):

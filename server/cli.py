@@ -147,7 +147,7 @@ def _command_simulate(args: argparse.Namespace) -> int:
 
 
 def _command_watch(args: argparse.Namespace) -> int:
-    from bots.policies import find_policy, supports
+    from bots.policies import checked_policy
 
     if args.preset:
         args.variant = args.preset
@@ -164,17 +164,7 @@ def _command_watch(args: argparse.Namespace) -> int:
             f"--policies names one policy or one per seat ({players}), got {len(specs)}",
             "watch/bad_policies",
         )
-    policies = []
-    for spec in specs:
-        try:
-            policy = find_policy(spec)
-        except KeyError as error:
-            raise WatchError(str(error.args[0]), "watch/unknown_policy") from None
-        if not supports(policy, rules):
-            raise WatchError(
-                f"policy {spec!r} does not play {rules.preset!r}", "watch/unsupported_variant"
-            )
-        policies.append(policy)
+    policies = [checked_policy(spec, rules, WatchError) for spec in specs]
     if len(set(specs)) == 1:
         names = [f"bot{seat + 1}" for seat in range(players)]
         print(f"{rules.preset} with {players} {specs[0]} bots (seed {args.seed})")
@@ -193,9 +183,7 @@ def _command_watch(args: argparse.Namespace) -> int:
         for event in advance(state, rng, choose):
             print("  " + describe_event(event, names, len(state.melds)))
             for watcher, policy in enumerate(policies):
-                observe = getattr(policy, "observe", None)
-                if observe is not None:
-                    observe(watcher, redact(state, event, watcher))
+                policy.observe(watcher, redact(state, event, watcher))
             state = evolve(state, event)
             if args.show_hands and state.turn >= 0 and not isinstance(event, HandEnded):
                 hand = format_cards(state.hands[state.turn])

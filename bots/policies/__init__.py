@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from bots.policies.base import ALL_VARIANTS, POLICY_NAMES, Policy, find_policy, supports
+from bots.policies.base import (
+    ALL_VARIANTS,
+    POLICY_NAMES,
+    Policy,
+    checked_policy,
+    find_policy,
+    supports,
+)
 from bots.policies.greedy import GreedyPolicy
 from bots.policies.heuristic import HeuristicPolicy
 from bots.policies.mc import MonteCarloPolicy
@@ -18,6 +25,7 @@ __all__ = [
     "Policy",
     "RandomPolicy",
     "SimplePolicy",
+    "checked_policy",
     "find_policy",
     "supports",
 ]

@@ -23,12 +23,14 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from protocol.errors import CodedError
 from server.engine import VARIANTS, Command, Event, Rules, View
 
 __all__ = [
     "ALL_VARIANTS",
     "POLICY_NAMES",
     "Policy",
+    "checked_policy",
     "find_policy",
     "supports",
 ]
@@ -115,3 +117,23 @@ def find_policy(name: str) -> Policy:
     if version == "v3":
         return version3(budget)
     return MonteCarloPolicy(budget_ms=budget)
+
+
+def checked_policy(name: str, rules: Rules, error: type[CodedError]) -> Policy:
+    """``find_policy(name)`` for a command line that will seat it at ``rules``' tables.
+
+    Raises:
+        CodedError: an ``error`` coded ``AREA/unknown_policy`` (no such policy) or
+            ``AREA/unsupported_variant`` (it does not play the preset), AREA being the
+            namespace of ``error.default_code`` (``duel``, ``watch``).
+    """
+    area = error.default_code.partition("/")[0]
+    try:
+        policy = find_policy(name)
+    except KeyError as failure:
+        raise error(str(failure.args[0]), f"{area}/unknown_policy") from None
+    if not supports(policy, rules):
+        raise error(
+            f"policy {name!r} does not play {rules.preset!r}", f"{area}/unsupported_variant"
+        )
+    return policy
