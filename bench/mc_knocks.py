@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from bots.duel import mean_interval
 from bots.policies.base import Policy, find_policy
 from bots.policies.heuristic import HeuristicPolicy
 from bots.policies.mc import MonteCarloPolicy
@@ -47,14 +48,12 @@ from server.engine import (
     Rules,
     State,
     TakeDiscard,
-    chance,
-    chance_pending,
+    advance,
     decide,
     evolve,
     legal_actions,
     new_game,
     redact,
-    to_move,
     view,
 )
 from server.ladder.matches import play_match
@@ -115,7 +114,11 @@ class _Game:
         for event in self.events:
             state = self._apply(state, event, players)
         rng = random.Random(0)
-        pending: tuple[Event, ...] = decide(state, seat, command)
+
+        def choose(state: State, turn: int) -> Command:
+            return players[turn].choose(rules, view(state, turn), legal_actions(state, turn), rng)
+
+        pending = decide(state, seat, command)
         for _ in range(_STEPS):
             for event in pending:
                 if isinstance(event, HandEnded):
@@ -123,22 +126,13 @@ class _Game:
                     others = [p for index, p in enumerate(points) if index != seat]
                     return points[seat] - sum(others) / len(others)
                 state = self._apply(state, event, players)
-            if chance_pending(state):
-                pending = (chance(state, rng),)
-            else:
-                turn = to_move(state)
-                move = players[turn].choose(
-                    rules, view(state, turn), legal_actions(state, turn), rng
-                )
-                pending = decide(state, turn, move)
+            pending = advance(state, rng, choose)
         return 0.0
 
     @staticmethod
     def _apply(state: State, event: Event, players: Sequence[Policy]) -> State:
         for watcher, policy in enumerate(players):
-            observe = getattr(policy, "observe", None)
-            if observe is not None:
-                observe(watcher, redact(state, event, watcher))
+            policy.observe(watcher, redact(state, event, watcher))
         return evolve(state, event)
 
 
@@ -201,19 +195,17 @@ def _match(spec: str, seed: str, settings: tuple[str, ...] = ()) -> MatchRow:
 
 
 def _interval(values: Sequence[float]) -> str:
-    if len(values) < 2:
-        return f"{statistics.fmean(values):+.2f}" if values else "-"
-    mean = statistics.fmean(values)
-    half = 1.96 * statistics.stdev(values) / math.sqrt(len(values))
-    return f"{mean:+.2f} ± {half:.2f}"
+    if not values:
+        return "-"
+    mean, low, high = mean_interval(values)
+    return f"{mean:+.2f} ± {(high - low) / 2:.2f}"
 
 
 def _report(spec: str, rows: Sequence[MatchRow], seconds: float) -> None:
     scores = [row.score for row in rows]
     print(f"{spec} against heuristic, gin-2 ladder matches: {len(rows)} in {seconds:.0f} s")
-    mean = statistics.fmean(scores)
-    half = 1.96 * statistics.stdev(scores) / math.sqrt(len(scores)) if len(scores) > 1 else 0
-    print(f"  match score {mean:.3f} [{mean - half:.3f}, {mean + half:.3f}]")
+    mean, low, high = mean_interval(scores)
+    print(f"  match score {mean:.3f} [{low:.3f}, {high:.3f}]")
     print()
     print("Matches by the kinds of decision where mc left the heuristic's move")
     print(f"  {'kinds':<36} {'matches':>7} {'won':>5} {'lost':>5} {'score':>6}")
@@ -269,10 +261,6 @@ def _report(spec: str, rows: Sequence[MatchRow], seconds: float) -> None:
             )
 
 
-def _one(job: tuple[str, str, tuple[str, ...]]) -> MatchRow:
-    return _match(*job)
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.mc_knocks", description=__doc__)
     parser.add_argument("--matches", type=int, default=200)
@@ -292,9 +280,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = time.perf_counter()
     if args.jobs > 1:
         with multiprocessing.Pool(args.jobs) as pool:
-            rows = pool.map(_one, jobs, chunksize=2)
+            rows = pool.starmap(_match, jobs, chunksize=2)
     else:
-        rows = [_one(job) for job in jobs]
+        rows = [_match(*job) for job in jobs]
     name = " ".join((args.spec, *settings))
     _report(name, rows, time.perf_counter() - started)
 
