@@ -13,9 +13,10 @@ $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/python -m pip install --quiet "uv==$(UV_VERSION)"
 
-.venv/.synced: $(UV) pyproject.toml uv.lock server/engine/compiled.py
+.venv/.synced: $(UV) pyproject.toml uv.lock server/engine/compiled.py bots/gin_compiled.py
 	$(UV) sync --frozen --python $(PYTHON)
 	$(RUN) python -m server.engine.compiled
+	$(RUN) python -m bots.gin_compiled
 	@touch $@
 
 demo: .venv/.synced

@@ -17,8 +17,9 @@ so how likely he would take a card we discard (``danger``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from bots import gin_compiled
 from bots.policies.tracking import HandMemory, meld_partners, unseen_cards
 from protocol.cards import JOKER, Card, card_face, face_rank, face_suit, is_joker
 from server.engine import Rules, View
@@ -65,6 +66,12 @@ def related(first: Card, second: Card) -> bool:
     return face_suit(a) == face_suit(b) and abs(face_rank(a) - face_rank(b)) <= 2
 
 
+_RELATED: tuple[tuple[int, ...], ...] = tuple(
+    tuple(other for other in range(52) if related(face, other)) for face in range(52)
+)
+"""For each natural face, the faces ``related`` to it."""
+
+
 @dataclass
 class Knowledge:
     """What one seat knows and believes about the hidden cards of a hand."""
@@ -78,6 +85,9 @@ class Knowledge:
     """For every unseen or known card: the probability that some opponent holds it."""
     known: set[Card]
     """Cards known to be in an opponent's hand."""
+    _by_face: dict[int, float] | None = field(default=None, init=False, repr=False)
+    """For each face: the probability that some opponent holds a card of it (``danger``'s,
+    worked out on its first call; ``holders`` does not change after ``build``)."""
 
     @classmethod
     def build(cls, rules: Rules, seen: View, memory: HandMemory) -> Knowledge:
@@ -98,11 +108,20 @@ class Knowledge:
         for cards in memory.taken.values():
             signals.extend((card, 1.6) for card in cards)
         if signals:
+            # Each unseen card's factor is the product of the weights of the signals related
+            # to it, taken in signal order.
+            by_face: dict[int, list[Card]] = {}
             for card in unseen:
-                factor = 1.0
-                for signal, weight in signals:
-                    if related(card, signal):
-                        factor *= weight
+                if not is_joker(card):
+                    by_face.setdefault(card_face(card), []).append(card)
+            factors: dict[Card, float] = {}
+            for signal, weight in signals:
+                if is_joker(signal):
+                    continue
+                for face in _RELATED[card_face(signal)]:
+                    for card in by_face.get(face, ()):
+                        factors[card] = factors.get(card, 1.0) * weight
+            for card, factor in factors.items():
                 if factor != 1.0:
                     holders[card] = min(1.0, base * factor)
         for card in known:
@@ -116,10 +135,12 @@ class Knowledge:
         holders = self.holders
         if not holders:
             return 0.0
-        by_face: dict[int, float] = {}
-        for held, chance in holders.items():
-            face = card_face(held)
-            by_face[face] = 1 - (1 - by_face.get(face, 0.0)) * (1 - chance)
+        by_face = self._by_face
+        if by_face is None:
+            by_face = self._by_face = {}
+            for held, chance in holders.items():
+                face = card_face(held)
+                by_face[face] = 1 - (1 - by_face.get(face, 0.0)) * (1 - chance)
         missing = 1.0
         for first, second in meld_partners(card):
             missing *= 1 - by_face.get(first, 0.0) * by_face.get(second, 0.0)
@@ -136,6 +157,12 @@ class GinEvaluator:
         self.values = rules.values
         self.unseen = tuple(unseen)
         self._cache: dict[tuple[Card, ...], tuple[int, float, float, float]] = {}
+        self._compiled: gin_compiled.Judge | None = None
+        """The compiled judgement, where it applies (one deck, no jokers, aces low)."""
+        if gin_compiled.AVAILABLE and is_plain_deck(rules):
+            self._compiled = gin_compiled.Judge(
+                [card_face(card) for card in self.unseen], self.values, limit
+            )
 
     def deadwood(self, hand: Iterable[Card]) -> int:
         """Least deadwood of ``hand``."""
@@ -155,6 +182,10 @@ class GinEvaluator:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        if self._compiled is not None:
+            result = self._compiled([card_face(card) for card in key])
+            self._cache[key] = result
+            return result
         meld_rules, values, limit = self.meld_rules, self.values, self.limit
         after = discard_deadwoods(key, meld_rules, values)
         now = deadwood(key, meld_rules, values)
