@@ -4,7 +4,7 @@ Run with ``python -m bench.ladder [--matches N] [--concurrency K] [--pool gin-2]
 ladder on a temporary SQLite file enters the default built-in entrants and plays ``N``
 duplicate matches (two games each in a 2-player pool) in ``K`` worker processes, as
 ``ramino ladder run`` does; the time runs from the first schedule to the last durable result,
-worker start-up included. ``mc@3`` searches 200 ms per searched decision, so the rate depends
+worker start-up included. ``mc@4`` searches 200 ms per searched decision, so the rate depends
 on how often it is drawn; the per-entrant mean match time is printed too.
 
 ``python -m bench.ladder --report STORE_URL [--ladder NAME]`` reads an existing ladder instead

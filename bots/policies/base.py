@@ -85,8 +85,9 @@ POLICY_NAMES: tuple[str, ...] = ("random", "greedy", "simple", "heuristic", "mc"
 def find_policy(name: str) -> Policy:
     """A new instance of the policy called ``name``; ``mc:MS`` is ``mc`` with a budget of MS
     milliseconds per decision, ``mc:MS:v2`` its version 2 (``mc.version2``: it plays to
-    win the hand) and ``mc:MS:v3`` its version 3 (``mc.version3``: it plays for the points
-    margin of the hand, weighing waiting for gin).
+    win the hand), ``mc:MS:v3`` its version 3 (``mc.version3``: it plays for the points
+    margin of the hand, weighing waiting for gin) and ``mc:MS:v4`` its version 4
+    (``mc.version4``: version 3 with a knock rule fitted to playouts).
 
     Raises:
         KeyError: no such policy.
@@ -101,11 +102,11 @@ def find_policy(name: str) -> Policy:
         return factory()
     if base != "mc":
         raise KeyError(f"policy {base!r} takes no argument, got {name!r}")
-    from bots.policies.mc import MonteCarloPolicy, version2, version3
+    from bots.policies.mc import MonteCarloPolicy, version2, version3, version4
 
     budget_text, _, version = argument.partition(":")
-    if version not in ("", "v1", "v2", "v3"):
-        raise KeyError(f"mc versions are v1, v2 and v3 (mc:200:v3), got {name!r}")
+    if version not in ("", "v1", "v2", "v3", "v4"):
+        raise KeyError(f"mc versions are v1, v2, v3 and v4 (mc:200:v4), got {name!r}")
     try:
         budget = float(budget_text)
     except ValueError:
@@ -116,6 +117,8 @@ def find_policy(name: str) -> Policy:
         return version2(budget)
     if version == "v3":
         return version3(budget)
+    if version == "v4":
+        return version4(budget)
     return MonteCarloPolicy(budget_ms=budget)
 
 

@@ -54,6 +54,7 @@ from fractions import Fraction
 from bots.policies.determinize import sample_world
 from bots.policies.evaluation import Knowledge, fast_joins_meld
 from bots.policies.heuristic import GinTurn, HeuristicPolicy, KnockTurn
+from bots.policies.knock_model import choice as knock_choice
 from protocol.cards import Card, card_face
 from server.engine import (
     Command,
@@ -77,7 +78,7 @@ from server.engine import (
 )
 from server.engine.solver import deadwood, discard_deadwoods
 
-__all__ = ["MonteCarloPolicy", "hand_share", "rollout", "version2", "version3"]
+__all__ = ["MonteCarloPolicy", "hand_share", "rollout", "version2", "version3", "version4"]
 
 _MAX_ROLLOUT_STEPS = 400
 """A rollout still running after this many moves is scored as it stands (no one out)."""
@@ -124,6 +125,7 @@ class MonteCarloPolicy:
         deviate_z: float = 0.0,
         opponent_wait: int = -1,
         kept_hands: bool = False,
+        knock_model: bool = False,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.heuristic = HeuristicPolicy()
@@ -146,6 +148,7 @@ class MonteCarloPolicy:
         self.deviate_z = deviate_z
         self.opponent_wait = opponent_wait
         self.kept_hands = kept_hands
+        self.knock_model = knock_model
         self.clock = clock
         self._danger: Callable[[Card], float] | None = None
         self.trace: Callable[[View, list[tuple[Command, float]], Command], None] | None = None
@@ -172,6 +175,14 @@ class MonteCarloPolicy:
         else:
             turn = KnockTurn(rules, seen, actions, memory)
         default = turn.choose()
+        if self.knock_model and isinstance(turn, GinTurn):
+            learned = knock_choice(turn, default)
+            if learned is not None:
+                if self.trace is not None:  # the rule's two moves, as a search without values
+                    other = [(learned, math.nan)] if learned != default else []
+                    self.trace(seen, [(default, math.nan), *other], learned)
+                tracker.note_command(seen, learned)
+                return learned
         candidates = [_Candidate(command) for command in self._candidates(turn, default)]
         if self.deviate_z > 0:  # the heuristic's move first: it is kept unless clearly worse
             candidates.sort(key=lambda candidate: candidate.command != default)
@@ -565,3 +576,13 @@ def version3(budget_ms: float = 200.0) -> MonteCarloPolicy:
         deviate_z=2.0,
         clock=time.process_time,
     )
+
+
+def version4(budget_ms: float = 200.0) -> MonteCarloPolicy:
+    """``mc`` version 4 (``mc:MS:v4``, the ladder's ``mc@4``): version 3, with knocking or
+    playing on in two-player Gin Rummy decided by the rule fitted to playouts ahead of time
+    (``bots.policies.knock_model``) instead of the heuristic's undercut table; the wall and, in
+    Knock Rummy, which knock are still searched as in version 3."""
+    policy = version3(budget_ms)
+    policy.knock_model = True
+    return policy

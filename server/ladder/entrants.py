@@ -67,13 +67,15 @@ BUILTINS: dict[str, str] = {
     "mc@1": "mc:200",
     "mc@2": "mc:200:v2",
     "mc@3": "mc:200:v3",
+    "mc@4": "mc:200:v4",
 }
 """Built-in entrant -> the policy spec it plays (``mc@1``: 200 ms per searched decision;
 ``mc@2``: version 2, which plays to win the hand, 200 ms of process time per searched
 decision; ``mc@3``: version 3, which plays for the hand's points margin, as ladder matches
-break split wins by points)."""
+break split wins by points; ``mc@4``: version 4, version 3 with its Gin knock rule fitted to
+playouts)."""
 
-DEFAULT_ENTRANTS: tuple[str, ...] = ("random@1", "greedy@1", "simple@1", "heuristic@1", "mc@3")
+DEFAULT_ENTRANTS: tuple[str, ...] = ("random@1", "greedy@1", "simple@1", "heuristic@1", "mc@4")
 """What ``ramino ladder run`` enters on a ladder that has no entrant yet."""
 
 

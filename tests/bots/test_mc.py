@@ -65,7 +65,7 @@ def test_mc_v2_is_found_by_its_spec() -> None:
         assert "points" == old.objective
         assert {"knock", "wall"} == old.search
     with pytest.raises(KeyError, match="versions"):
-        find_policy("mc:50:v4")
+        find_policy("mc:50:v5")
     with pytest.raises(KeyError, match="positive"):
         find_policy("mc:0:v2")
 

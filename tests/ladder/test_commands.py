@@ -91,19 +91,19 @@ def test_history_follows_an_entrants_rating(
 
 def test_entrants_add_remove_list(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Removing an entrant keeps it listed as removed; adding it back makes it active."""
-    assert 0 == _run(capsys, "ladder", "entrants", "remove", "mc@3", "--store", filled)[0]
+    assert 0 == _run(capsys, "ladder", "entrants", "remove", "mc@4", "--store", filled)[0]
     _, out, _ = _run(capsys, "ladder", "entrants", "list", "--store", filled, "--json")
     removed = {
-        "name": "mc@3",
+        "name": "mc@4",
         "kind": "builtin",
-        "spec": "mc:200:v3",
+        "spec": "mc:200:v4",
         "active": False,
         "failures": 0,
         "suspended_until": 0.0,
         "suspended_for": "",
     }
     assert removed in json.loads(out)
-    assert 0 == _run(capsys, "ladder", "entrants", "add", "mc@3", "--store", filled)[0]
+    assert 0 == _run(capsys, "ladder", "entrants", "add", "mc@4", "--store", filled)[0]
     _, out, _ = _run(capsys, "ladder", "entrants", "list", "--store", filled, "--json")
     assert all(row["active"] for row in json.loads(out))
 

@@ -22,7 +22,7 @@ from server.ladder.service import Ladder, RunSettings, max_refit_difference
 from server.ladder.state import DAY
 from server.tables.store import EventStore, open_store
 
-STRENGTH = {"random@1": 0, "greedy@1": 1, "simple@1": 2, "heuristic@1": 3, "mc@3": 4}
+STRENGTH = {"random@1": 0, "greedy@1": 1, "simple@1": 2, "heuristic@1": 3, "mc@4": 4}
 
 
 class FakeClock:
@@ -97,7 +97,7 @@ async def test_stronger_entrants_rate_higher(store: EventStore) -> None:
     )
     await ladder.run(settings, ScriptedRunner())
     board = [row.name for row in ladder.state.leaderboard("knock-2", 5)]
-    assert ["mc@3", "heuristic@1", "simple@1", "greedy@1", "random@1"] == board
+    assert ["mc@4", "heuristic@1", "simple@1", "greedy@1", "random@1"] == board
 
 
 async def test_pairing_respects_the_daily_cap_and_resets_the_next_day(
@@ -136,17 +136,17 @@ async def test_newcomers_play_first_and_are_listed_after_min_matches(sqlite_url:
             parse_pools("knock-2"), matches=30, seed="n", pairing=PairingSettings(min_matches=8)
         )
         await ladder.configure(settings)
-        await ladder.remove_entrant("mc@3")
+        await ladder.remove_entrant("mc@4")
         await ladder.run(settings, ScriptedRunner())
-        assert 0 == ladder.state.matches_of("knock-2", "mc@3")
-        await ladder.add_entrant("mc@3")
+        assert 0 == ladder.state.matches_of("knock-2", "mc@4")
+        await ladder.add_entrant("mc@4")
         runner = ScriptedRunner()
         await ladder.run(RunSettings(settings.pools, 37, 1, "n", settings.pairing), runner)
-        assert all("mc@3" in names for _, names, _ in runner.played)
+        assert all("mc@4" in names for _, names, _ in runner.played)
         listed = {row.name for row in ladder.state.leaderboard("knock-2", 8)}
-        assert "mc@3" not in listed
+        assert "mc@4" not in listed
         assert {"random@1", "greedy@1", "simple@1", "heuristic@1"} == listed
-        assert 7 == ladder.state.matches_of("knock-2", "mc@3")
+        assert 7 == ladder.state.matches_of("knock-2", "mc@4")
     finally:
         await store.close()
 
