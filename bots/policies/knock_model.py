@@ -18,8 +18,10 @@ over 8 shuffles of the stock, and the mean difference of the margins is the targ
 regression on the standardised features. So the rule is a Monte Carlo evaluation done ahead of
 time: at play time it costs one judgement of the kept hand, well under a millisecond.
 
-Only two-player Gin Rummy with one deck uses it (the rule knows one opponent); the weights are
-tied to the feature list below, so a change to either means running the bench again.
+Only two-player Gin Rummy with one deck uses it (the rule knows one opponent). It was fitted on
+single hands, as the ladder plays them: in games to a target it does not know the score, and
+does not knock for the game as the heuristic does when the opponent is near it. The weights
+are tied to the feature list below, so a change to either means running the bench again.
 """
 
 from __future__ import annotations
