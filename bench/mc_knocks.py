@@ -7,7 +7,8 @@ It plays ``N`` ladder matches of the gin-2 pool (one deal, both seat orders, as
 
 1. The match score, and the matches grouped by the kinds of decision where ``mc`` chose
    otherwise than the heuristic would have (its search's first candidate is the heuristic's
-   move). ``mc`` plays every other decision as ``heuristic``, so a match in which it never
+   move; version 4's knock rule reports its decisions the same way, without values).
+   ``mc`` plays every other decision as ``heuristic``, so a match in which it never
    deviates is played identically in both orders and is a tie: every won or lost match comes
    from a deviation, and the table says which kinds win.
 2. The knock decisions: each search in which knocking and playing on were both candidates.

@@ -153,7 +153,9 @@ class MonteCarloPolicy:
         self._danger: Callable[[Card], float] | None = None
         self.trace: Callable[[View, list[tuple[Command, float]], Command], None] | None = None
         """Called after every search with the view, each candidate's mean value over the
-        worlds played (``nan`` if none) and the command chosen (``bench.mc_knocks``)."""
+        worlds played (``nan`` if none) and the command chosen (``bench.mc_knocks``); and
+        after each decision of version 4's knock rule, with the heuristic's move first, the
+        rule's next if it differs, both valued ``nan``."""
 
     def observe(self, seat: int, event: Event) -> None:
         """Track ``event`` for ``seat`` (the heuristic's card tracking)."""
