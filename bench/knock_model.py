@@ -28,32 +28,24 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 
 import numpy
 
-from bench.mc_knocks import _Game
+from bench.mc_knocks import _Game, margin_after
 from bots.policies import knock_model
 from bots.policies.base import Policy
 from bots.policies.heuristic import GinTurn, HeuristicPolicy
 from protocol.game import View
 from server.engine import (
     Command,
-    HandEnded,
     Knock,
     Rules,
     State,
-    advance,
-    decide,
-    legal_actions,
-    new_game,
-    view,
 )
 from server.ladder.matches import play_match
 from server.ladder.pools import parse_pools
 
-_STEPS = 400
 _RIDGE = 10.0
 MODULE = Path(__file__).resolve().parents[1] / "bots" / "policies" / "knock_model.py"
 
@@ -74,22 +66,10 @@ def _margin(
     rules: Rules, players: Sequence[Policy], state: State, seat: int, command: Command, seed: int
 ) -> float:
     """``seat``'s margin at the end of the hand after ``command``, both seats then played by
-    copies of ``players``."""
-    players = copy.deepcopy(list(players))
-    rng = random.Random(seed)
-
-    def choose(state: State, turn: int) -> Command:
-        return players[turn].choose(rules, view(state, turn), legal_actions(state, turn), rng)
-
-    pending = decide(state, seat, command)
-    for _ in range(_STEPS):
-        for event in pending:
-            if isinstance(event, HandEnded):
-                points = [float(Fraction(point)) for point in event.points]
-                return points[seat] - points[1 - seat]
-            state = _Game._apply(state, event, players)
-        pending = advance(state, rng, choose)
-    return 0.0
+    copies of ``players`` (so the same players serve every playout)."""
+    return margin_after(
+        rules, copy.deepcopy(list(players)), state, seat, command, random.Random(seed)
+    )
 
 
 def collect(match: int, prefix: str, shuffles: int) -> list[Row]:
@@ -113,10 +93,7 @@ def collect(match: int, prefix: str, shuffles: int) -> list[Row]:
             knock, on = pair
             knocked = isinstance(default, Knock)
             values = tuple(knock_model.features(turn, knock, on, knocked))
-            players: list[Policy] = [HeuristicPolicy() for _ in range(rules.players)]
-            state = new_game(rules)
-            for event in game.events:
-                state = _Game._apply(state, event, players)
+            players, state = game.replay()
             shuffler = random.Random(f"{prefix}{match}:{len(rows)}")
 
             def difference(stock: tuple[int, ...], seed: int) -> float:

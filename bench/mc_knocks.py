@@ -106,35 +106,53 @@ class _Game:
             self.rotation = rotation
         self.events.append(event)
 
+    def replay(self) -> tuple[list[Policy], State]:
+        """Fresh ``heuristic`` policies, one a seat, that have seen the game so far, and its
+        true state."""
+        players: list[Policy] = [HeuristicPolicy() for _ in range(self.rules.players)]
+        state = new_game(self.rules)
+        for event in self.events:
+            state = self._apply(state, event, players)
+        return players, state
+
     def play_on(self, seat: int, command: Command) -> float:
         """``seat``'s margin at the end of the hand after ``command`` in the true state, both
         seats then played by ``heuristic`` policies that have seen the game so far."""
-        rules = self.rules
-        players: list[Policy] = [HeuristicPolicy() for _ in range(rules.players)]
-        state = new_game(rules)
-        for event in self.events:
-            state = self._apply(state, event, players)
-        rng = random.Random(0)
-
-        def choose(state: State, turn: int) -> Command:
-            return players[turn].choose(rules, view(state, turn), legal_actions(state, turn), rng)
-
-        pending = decide(state, seat, command)
-        for _ in range(_STEPS):
-            for event in pending:
-                if isinstance(event, HandEnded):
-                    points = [float(Fraction(point)) for point in event.points]
-                    others = [p for index, p in enumerate(points) if index != seat]
-                    return points[seat] - sum(others) / len(others)
-                state = self._apply(state, event, players)
-            pending = advance(state, rng, choose)
-        return 0.0
+        players, state = self.replay()
+        return margin_after(self.rules, players, state, seat, command, random.Random(0))
 
     @staticmethod
     def _apply(state: State, event: Event, players: Sequence[Policy]) -> State:
         for watcher, policy in enumerate(players):
             policy.observe(watcher, redact(state, event, watcher))
         return evolve(state, event)
+
+
+def margin_after(
+    rules: Rules,
+    players: Sequence[Policy],
+    state: State,
+    seat: int,
+    command: Command,
+    rng: random.Random,
+) -> float:
+    """``seat``'s margin (its points less the others' mean) at the end of the hand after
+    ``command`` in ``state``, every seat then played by its policy of ``players`` (which
+    observe the events)."""
+
+    def choose(state: State, turn: int) -> Command:
+        return players[turn].choose(rules, view(state, turn), legal_actions(state, turn), rng)
+
+    pending = decide(state, seat, command)
+    for _ in range(_STEPS):
+        for event in pending:
+            if isinstance(event, HandEnded):
+                points = [float(Fraction(point)) for point in event.points]
+                others = [p for index, p in enumerate(points) if index != seat]
+                return points[seat] - sum(others) / len(others)
+            state = _Game._apply(state, event, players)
+        pending = advance(state, rng, choose)
+    return 0.0
 
 
 def _setting(policy: MonteCarloPolicy, pair: str) -> None:
