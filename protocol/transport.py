@@ -149,8 +149,37 @@ class _Coalescing:
         if pending and not self._transport.is_closing():
             self._transport.write(b"".join(pending))
 
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
+
+
+_PREFIXES_KEPT = 10_000
+"""Topics whose PUBLISH header is kept (the inboxes of as many clients, and tables)."""
+
+
+def _header(retain: bool, size: int) -> bytes:
+    """The fixed header of a QoS 0 PUBLISH with ``size`` bytes after it: the packet type and
+    flags, then the remaining length as MQTT's variable byte integer."""
+    if size > 0x0FFFFFFF:
+        raise ValueError(f"an MQTT packet holds at most 268,435,455 bytes, not {size:,}")
+    header = bytearray((0x31 if retain else 0x30,))
+    while True:
+        size, byte = size >> 7, size & 0x7F
+        header.append(byte | 0x80 if size else byte)
+        if not size:
+            return bytes(header)
+
+
+_PUBACK = b"\x40\x02"
+"""A PUBACK's fixed header (MQTT 3.1.1: the packet id follows)."""
+_PUBACK5 = b"\x40\x04"
+"""The same in MQTT 5, where a reason code and an empty property length follow the id."""
+
+_HEADERS = {retain: [_header(retain, size) for size in range(0x80)] for retain in (False, True)}
+"""The fixed headers of short packets, built once."""
 
 
 class Transport:
@@ -212,6 +241,11 @@ class Transport:
         self.downgraded = 0
         """QoS 1 messages sent at QoS 0 because the broker had not yet acknowledged as many
         as it lets a client have in flight (its MQTT 5 "receive maximum")"""
+        self._socket: _Coalescing | None = None
+        """The connection's socket while it is up: QoS 0 messages are written to it directly."""
+        self._prefixes: dict[str, bytes] = {}
+        """The variable header of a QoS 0 PUBLISH to each topic (its length, the topic, and
+        MQTT 5's empty properties), built once."""
 
     async def connect(
         self, address: BrokerAddress | Sequence[BrokerAddress], keepalive: int = 30
@@ -338,17 +372,40 @@ class Transport:
             self._deferred.popleft()
 
     def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False) -> None:
-        """Queue a message for the broker (QoS 1 messages are resent after a reconnection).
+        """Queue a message for the broker (QoS 1 messages are resent after a reconnection;
+        QoS 0 ones are written to the socket as they are, or lost while it is down).
 
         When the broker has as many QoS 1 messages of ours unacknowledged as it allows (its
         acknowledgements wait behind what it sends us, a flood for instance), the message goes
         at QoS 0 rather than not at all (counted in ``downgraded``).
         """
+        socket = self._socket
+        if qos == 0 and socket is not None and not socket.is_closing():
+            # What gmqtt's publish writes, without its message object, property handling and
+            # four calls: a server publishes several QoS 0 messages a move.
+            prefix = self._prefixes.get(topic)
+            if prefix is None:
+                prefix = self._prefix(topic)
+            size = len(prefix) + len(payload)
+            header = _HEADERS[retain][size] if size < 0x80 else _header(retain, size)
+            socket.write(header + prefix + payload)
+            return
         try:
             self._client.publish(topic, payload, qos=qos, retain=retain)
         except OverflowError:  # gmqtt: no packet id left
             self.downgraded += 1
             self._client.publish(topic, payload, qos=0, retain=retain)
+
+    def _prefix(self, topic: str) -> bytes:
+        """The variable header of a QoS 0 PUBLISH to ``topic`` (kept for the next one)."""
+        name = topic.encode()
+        if len(name) > 0xFFFF:
+            raise ValueError(f"an MQTT topic has at most 65,535 bytes, not {len(name):,}")
+        prefix = len(name).to_bytes(2, "big") + name + (b"\x00" if self.mqtt5 else b"")
+        if len(self._prefixes) >= _PREFIXES_KEPT:
+            self._prefixes.clear()
+        self._prefixes[topic] = prefix
+        return prefix
 
     async def receive(self) -> Message:
         """The next message received."""
@@ -360,15 +417,31 @@ class Transport:
             yield await self._queue.get()
 
     def _fast_publish(self, command: int, packet: bytes) -> None:
-        """gmqtt's PUBLISH handler, shortened for a QoS 0 message with a ``deliver`` callback:
-        the topic and payload are cut out of the packet and delivered, the properties skipped
-        unread (a server under a flood spends most of its time here per message)."""
+        """gmqtt's PUBLISH handler, shortened for a QoS 0 or 1 message with a ``deliver``
+        callback: the topic and payload are cut out of the packet and delivered, the properties
+        skipped unread, and a QoS 1 message acknowledged after its delivery, as gmqtt does (a
+        server spends a good part of its time here: every command is one of these)."""
         deliver = self.deliver
-        if deliver is None or command & 0x06 or self.tap is not None or len(packet) < 3:
+        qos = command & 0x06
+        socket = self._socket
+        if (
+            deliver is None
+            or qos > 0x02
+            or self.tap is not None
+            or len(packet) < 3
+            or (qos and socket is None)
+        ):
             self._gmqtt_publish(command, packet)
             return
         size = (packet[0] << 8) | packet[1]
         offset = 2 + size
+        mid = b""
+        if qos:
+            if offset + 2 > len(packet):
+                self._gmqtt_publish(command, packet)
+                return
+            mid = packet[offset : offset + 2]
+            offset += 2
         if self.mqtt5:
             length, shift = 0, 0
             while offset < len(packet) and shift <= 21:
@@ -385,8 +458,14 @@ class Transport:
         try:
             topic = packet[2 : 2 + size].decode()
         except UnicodeDecodeError:
-            return
-        deliver(Message(topic, bytes(packet[offset:]), bool(command & 0x01)))
+            topic = ""  # not a topic of ours: acknowledged, not delivered
+        if topic:
+            deliver(Message(topic, bytes(packet[offset:]), bool(command & 0x01)))
+        if qos and socket is not None and not socket.is_closing():
+            # PUBACK with this packet id: success, no properties (what gmqtt writes).
+            socket.write(
+                (_PUBACK5 if self.mqtt5 else _PUBACK) + mid + (b"\x00\x00" if self.mqtt5 else b"")
+            )
 
     def _on_message(
         self, client: Any, topic: str, payload: bytes, qos: int, properties: Any
@@ -413,6 +492,8 @@ class Transport:
         if socket is not None and not isinstance(socket, _Coalescing):
             # gmqtt has no hook for this
             protocol._transport = _Coalescing(socket, self.write_spacing)
+        self._prefixes.clear()  # MQTT 5 or not: it may have changed
+        self._socket = protocol._transport if protocol is not None else None
         self._deferred.clear()  # what they asked for is in ``_subscriptions``, sent below
         if self._subscriptions:
             by_qos: dict[int, list[str]] = {}
@@ -424,5 +505,6 @@ class Transport:
         self.connected.set()
 
     def _on_disconnect(self, client: Any, packet: Any, exc: Any = None) -> None:
+        self._socket = None
         self.connected.clear()
         self.lost.set()

@@ -117,6 +117,9 @@ def _run_faces(suit: int, first: int, length: int) -> tuple[Face, ...]:
     return tuple(make_face(_position_rank(first + i), suit) for i in range(length))
 
 
+_FACE_BITS = 63
+"""A card's face is its low six bits (``card_face``), inlined in the hot loop."""
+
 _RANK_FACES: tuple[tuple[Face, ...], ...] = tuple(
     tuple(make_face(rank, suit) for suit in range(4)) if rank else () for rank in range(14)
 )
@@ -323,8 +326,42 @@ def enumerate_melds(
     Physical copies of one face are interchangeable, so only one representative of each is
     used, except that cards in ``distinct`` are kept apart from their twins. Sorted by
     (cards, faces).
+
+    A hand without a joker is worked out suit by suit (its runs) and rank by rank (its sets),
+    each part remembered: a hand changes by a card or two a turn, so most parts come back.
     """
     cards = tuple(hand)
+    parts: dict[int, list[Card]] = {}
+    for card in cards:
+        face = card & _FACE_BITS
+        if face == JOKER:
+            return _enumerate(cards, rules, distinct)
+        suit, rank = divmod(face, 13)
+        parts.setdefault(suit, []).append(card)  # a suit: its runs
+        parts.setdefault(4 + rank, []).append(card)  # a rank: its sets
+    found: list[Meld] = []
+    for part in parts.values():
+        if len(part) >= 3:
+            part.sort()
+            kept = distinct.intersection(part) if distinct else distinct
+            found.extend(_part_melds(tuple(part), rules, kept))
+    if len(found) > 1:
+        found.sort(key=_meld_key)
+    return found
+
+
+def _meld_key(meld: Meld) -> tuple[tuple[Card, ...], tuple[Face, ...]]:
+    return meld.cards, meld.faces
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _part_melds(cards: tuple[Card, ...], rules: MeldRules, distinct: frozenset[Card]) -> list[Meld]:
+    """``_enumerate`` of the joker-free cards of one suit, or of one rank (remembered)."""
+    return _enumerate(cards, rules, distinct)
+
+
+def _enumerate(cards: tuple[Card, ...], rules: MeldRules, distinct: frozenset[Card]) -> list[Meld]:
+    """``enumerate_melds`` on any hand, jokers included, in one pass."""
     groups = _representatives(cards, distinct)
     groups.pop(JOKER, None)
     jokers_all = sorted(card for card in cards if is_joker(card))

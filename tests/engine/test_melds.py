@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from server.engine import InvalidMeldError, MeldKind, format_cards
+from protocol.cards import make_deck
+from server.engine import VARIANTS, InvalidMeldError, MeldKind, format_cards, make_rules
 from server.engine.melds import (
     AceMode,
     MeldRules,
+    _enumerate,
     check_meld,
+    enumerate_melds,
     layoff_faces,
     with_layoff,
     with_swap,
@@ -205,3 +210,44 @@ def test_swapping_a_joker_puts_the_natural_card_in_its_place() -> None:
     with pytest.raises(InvalidMeldError) as caught:
         with_swap(meld, card("7H2"))
     assert "rules/no_joker_to_swap" == caught.value.code
+
+
+# Enumeration -----------------------------------------------------------------------------------
+
+
+def test_every_meld_of_a_hand_is_listed_once_in_card_order() -> None:
+    """4H 5H 6H 7H hold three runs (4-6, 5-7, 4-7: three or more consecutive cards of one
+    suit); 7C 7D 7H is the one set (three of a rank in distinct suits; a fourth 7 is missing);
+    2S and the lone 4H-7C pairings make nothing. Sorted by their cards."""
+    found = [str(meld) for meld in enumerate_melds(cards("7H 2S 4H 7C 5H 6H 7D"), LOW)]
+    assert found == ["7C 7D 7H", "4H 5H 6H", "4H 5H 6H 7H", "5H 6H 7H"]
+
+
+def test_twin_cards_count_once_unless_one_must_stay_apart() -> None:
+    """Two decks: 7C and 7C2 are the same face, so 7C 7D 7H is one set whichever club is
+    used; a club that must stay apart (just taken from the pile) makes a second one (sets are
+    written in suit order)."""
+    hand = cards("7C 7C2 7D 7H")
+    assert [str(meld) for meld in enumerate_melds(hand, LOW)] == ["7C 7D 7H"]
+    apart = frozenset(cards("7C2"))
+    assert [str(meld) for meld in enumerate_melds(hand, LOW, apart)] == [
+        "7C 7D 7H",
+        "7C2 7D 7H",
+    ]
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_enumerating_by_suit_and_rank_matches_one_pass_over_the_hand(variant: str) -> None:
+    """A joker-free hand is worked out suit by suit and rank by rank from remembered parts;
+    any hand must give exactly what one pass over the whole hand gives (hands of 3 to 15
+    cards of the preset's pack, jokers included, with random cards kept apart)."""
+    rules = make_rules(variant)
+    pack = make_deck(rules.decks, rules.jokers)
+    rng = random.Random(variant)
+    for _ in range(400):
+        hand = tuple(rng.sample(pack, rng.randint(3, 15)))
+        apart = frozenset(rng.sample(hand, rng.randint(0, 2)))
+        for kept in (frozenset(), apart):
+            assert enumerate_melds(hand, rules.meld_rules, kept) == _enumerate(
+                hand, rules.meld_rules, kept
+            ), (format_cards(hand), format_cards(tuple(kept)))
