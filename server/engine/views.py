@@ -6,14 +6,15 @@ card is written as ``HIDDEN`` (-1), so a redacted event keeps its shape and size
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 from fractions import Fraction
+from typing import Any, TypeVar
 
 import msgspec
 
 from protocol.cards import HIDDEN, Card
 from protocol.game import Claimed, Dealt, Drew, Event, MeldView, StockRebuilt, View
-from server.engine.game import State, deal_layout, to_move
+from server.engine.game import State, TableMeld, deal_layout, to_move
 from server.engine.scoring import format_amount
 
 __all__ = ["HIDDEN", "MeldView", "View", "redact", "seat_view", "view", "visible_cards"]
@@ -38,9 +39,7 @@ def view(state: State, seat: int | None = None) -> View:
         hand_sizes=tuple(len(hand) for hand in state.hands),
         stock_size=len(state.stock),
         pile=state.pile,
-        melds=tuple(
-            MeldView(m.meld.kind.value, m.meld.cards, m.meld.faces, m.owners) for m in state.melds
-        ),
+        melds=_meld_views(state.melds),
         taken=state.taken,
         melds_this_turn=state.melds_this_turn,
         stock_reuses=state.reuses,
@@ -64,9 +63,45 @@ def seat_view(spectator: View, state: State, seat: int) -> View:
     return msgspec.structs.replace(spectator, seat=seat, hand=state.hands[seat])
 
 
-@functools.lru_cache(maxsize=256)
-def _formatted_scores(scores: tuple[Fraction, ...]) -> tuple[str, ...]:
+T = TypeVar("T")
+R = TypeVar("R")
+
+_KEPT = 4096
+"""Parts of views remembered by the identity of what they are made from (see ``_kept``)."""
+_kept_parts: dict[int, tuple[object, Any]] = {}
+
+
+def _kept(source: T, make: Callable[[T], R]) -> R:
+    """``make(source)``, remembered while ``source`` itself (not an equal object) comes back:
+    a state's scores, melds and options are shared by the states that follow it until they
+    change, and a view is made of each state. The entry holds ``source``, so its id is not
+    reused while it is kept."""
+    key = id(source)
+    entry = _kept_parts.get(key)
+    if entry is not None and entry[0] is source:
+        made: R = entry[1]
+        return made
+    made = make(source)
+    if len(_kept_parts) >= _KEPT:
+        _kept_parts.clear()
+    _kept_parts[key] = (source, made)
+    return made
+
+
+def _format_scores(scores: tuple[Fraction, ...]) -> tuple[str, ...]:
     return tuple(format_amount(score) for score in scores)
+
+
+def _formatted_scores(scores: tuple[Fraction, ...]) -> tuple[str, ...]:
+    return _kept(scores, _format_scores)
+
+
+def _make_meld_views(melds: tuple[TableMeld, ...]) -> tuple[MeldView, ...]:
+    return tuple(MeldView(m.meld.kind.value, m.meld.cards, m.meld.faces, m.owners) for m in melds)
+
+
+def _meld_views(melds: tuple[TableMeld, ...]) -> tuple[MeldView, ...]:
+    return _kept(melds, _make_meld_views) if melds else ()
 
 
 def redact(state: State, event: Event, seat: int | None = None) -> Event:

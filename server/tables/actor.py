@@ -312,6 +312,12 @@ class TableActor:
         self.grace_seconds = grace_seconds
         """How long a disconnected player's seat waits before the server plays for it."""
         self._absent_since: dict[str, float] = {}
+        self._presence_changes = 0
+        # ``due()``'s answer and what it was worked out from (it is asked two or three times a
+        # move: by the timer's re-arming, for the updates' deadline, by the metrics).
+        self._due_table: TableState | None = None
+        self._due_key: tuple[float, int, float, float] = (0.0, 0, 0.0, 0.0)
+        self._due_value: float | None = None
         self._poke = asyncio.Event()
         self._armed: float | None = None
         """The deadline the timer waits for (``None``: none). A move that leaves it as it is
@@ -423,6 +429,7 @@ class TableActor:
             self._absent_since.setdefault(player, self.clock.now())
         elif self._absent_since.pop(player, None) is None:
             return
+        self._presence_changes += 1
         self._poke.set()
 
     def touch(self) -> None:
@@ -464,6 +471,14 @@ class TableActor:
 
     def due(self) -> float | None:
         """When the server next plays for an awaited seat (``None``: no timer runs)."""
+        key = (self.last_at, self._presence_changes, self.claim_seconds, self.grace_seconds)
+        if self._due_table is self.table and self._due_key == key:
+            return self._due_value
+        self._due_table, self._due_key = self.table, key
+        self._due_value = self._work_out_due()
+        return self._due_value
+
+    def _work_out_due(self) -> float | None:
         created = self.table.created
         if self.table.closed:
             return None
