@@ -340,24 +340,32 @@ def enumerate_melds(
         parts.setdefault(suit, []).append(card)  # a suit: its runs
         parts.setdefault(4 + rank, []).append(card)  # a rank: its sets
     found: list[Meld] = []
+    memo = _PARTS.get(rules)
+    if memo is None:
+        memo = _PARTS[rules] = {}
     for part in parts.values():
         if len(part) >= 3:
             part.sort()
-            kept = distinct.intersection(part) if distinct else distinct
-            found.extend(_part_melds(tuple(part), rules, kept))
+            key = (tuple(part), distinct.intersection(part) if distinct else distinct)
+            melds = memo.get(key)
+            if melds is None:
+                if len(memo) >= _PARTS_KEPT:
+                    memo.clear()
+                melds = memo[key] = _enumerate(key[0], rules, key[1])
+            found.extend(melds)
     if len(found) > 1:
         found.sort(key=_meld_key)
     return found
 
 
+_PARTS: dict[MeldRules, dict[tuple[tuple[Card, ...], frozenset[Card]], list[Meld]]] = {}
+"""The melds of the joker-free cards of one suit, or of one rank, by meld rules."""
+_PARTS_KEPT = 1 << 16
+"""Parts remembered per meld rules at most (about 6,300 come up in a long run of one deck)."""
+
+
 def _meld_key(meld: Meld) -> tuple[tuple[Card, ...], tuple[Face, ...]]:
     return meld.cards, meld.faces
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _part_melds(cards: tuple[Card, ...], rules: MeldRules, distinct: frozenset[Card]) -> list[Meld]:
-    """``_enumerate`` of the joker-free cards of one suit, or of one rank (remembered)."""
-    return _enumerate(cards, rules, distinct)
 
 
 def _enumerate(cards: tuple[Card, ...], rules: MeldRules, distinct: frozenset[Card]) -> list[Meld]:
