@@ -173,11 +173,6 @@ def _header(retain: bool, size: int) -> bytes:
             return bytes(header)
 
 
-_PUBACK = b"\x40\x02"
-"""A PUBACK's fixed header (MQTT 3.1.1: the packet id follows)."""
-_PUBACK5 = b"\x40\x04"
-"""The same in MQTT 5, where a reason code and an empty property length follow the id."""
-
 _HEADERS = {retain: [_header(retain, size) for size in range(0x80)] for retain in (False, True)}
 """The fixed headers of short packets, built once."""
 
@@ -422,31 +417,15 @@ class Transport:
             yield await self._queue.get()
 
     def _fast_publish(self, command: int, packet: bytes) -> None:
-        """gmqtt's PUBLISH handler, shortened for a QoS 0 or 1 message with a ``deliver``
-        callback: the topic and payload are cut out of the packet and delivered, the properties
-        skipped unread, and a QoS 1 message acknowledged after its delivery, as gmqtt does (a
-        server spends a good part of its time here: every command is one of these)."""
+        """gmqtt's PUBLISH handler, shortened for a QoS 0 message with a ``deliver`` callback:
+        the topic and payload are cut out of the packet and delivered, the properties skipped
+        unread (a server under a flood spends most of its time here per message)."""
         deliver = self.deliver
-        qos = command & 0x06
-        socket = self._socket
-        if (
-            deliver is None
-            or qos > 0x02
-            or self.tap is not None
-            or len(packet) < 3
-            or (qos and socket is None)
-        ):
+        if deliver is None or command & 0x06 or self.tap is not None or len(packet) < 3:
             self._gmqtt_publish(command, packet)
             return
         size = (packet[0] << 8) | packet[1]
         offset = 2 + size
-        mid = b""
-        if qos:
-            if offset + 2 > len(packet):
-                self._gmqtt_publish(command, packet)
-                return
-            mid = packet[offset : offset + 2]
-            offset += 2
         if self.mqtt5:
             length, shift = 0, 0
             while offset < len(packet) and shift <= 21:
@@ -463,14 +442,8 @@ class Transport:
         try:
             topic = packet[2 : 2 + size].decode()
         except UnicodeDecodeError:
-            topic = ""  # not a topic of ours: acknowledged, not delivered
-        if topic:
-            deliver(Message(topic, bytes(packet[offset:]), bool(command & 0x01)))
-        if qos and socket is not None and not socket.is_closing():
-            # PUBACK with this packet id: success, no properties (what gmqtt writes).
-            socket.write(
-                (_PUBACK5 if self.mqtt5 else _PUBACK) + mid + (b"\x00\x00" if self.mqtt5 else b"")
-            )
+            return
+        deliver(Message(topic, bytes(packet[offset:]), bool(command & 0x01)))
 
     def _on_message(
         self, client: Any, topic: str, payload: bytes, qos: int, properties: Any
