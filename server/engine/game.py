@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import operator
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -812,14 +813,29 @@ def legal_actions(state: State, seat: int) -> list[Command]:
         knocks = _knock_options(state, state.hands[seat], _forbidden_discard(state))
         actions.extend(Knock(card=card) for card in sorted(knocks))
         return actions
+    # The kinds come in command_key's order (melds, lay-offs, swaps, discards): each is sorted
+    # on its own, by what command_key sorts it by within its kind.
     if _can_meld_now(state):
-        actions.extend(_meld_actions(state, seat))
+        melds = _meld_actions(state, seat)
+        melds.sort(key=command_key)
+        actions.extend(melds)
     if _can_lay_off(state, seat):
-        actions.extend(_layoff_actions(state, seat))
+        layoffs = _layoff_actions(state, seat)
+        layoffs.sort(key=_LAYOFF_ORDER)
+        actions.extend(layoffs)
     if state.rules.joker_swap and state.melds:
-        actions.extend(_swap_actions(state, seat))
-    actions.extend(_discard_actions(state, seat))
-    return sorted(actions, key=command_key)
+        swaps = _swap_actions(state, seat)
+        swaps.sort(key=_SWAP_ORDER)
+        actions.extend(swaps)
+    discards = _discard_actions(state, seat)
+    discards.sort(key=_CARD_ORDER)
+    actions.extend(discards)
+    return actions
+
+
+_LAYOFF_ORDER = operator.attrgetter("card", "target", "face")
+_SWAP_ORDER = operator.attrgetter("card", "target")
+_CARD_ORDER = operator.attrgetter("card")
 
 
 # decide ----------------------------------------------------------------------------------------

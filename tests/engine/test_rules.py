@@ -1031,6 +1031,7 @@ def test_legal_actions_are_empty_for_a_seat_not_to_move() -> None:
         ("block", 3, {}),
         ("wrotham", 2, {}),
         ("ramino_classic", 3, {}),
+        ("ramino_classic", 4, {"joker_swap": True}),
     ],
 )
 def test_legal_actions_are_sorted_and_all_accepted(
