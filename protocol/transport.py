@@ -382,12 +382,7 @@ class Transport:
             if prefix is None:
                 prefix = self._prefix(topic)
             size = len(prefix) + len(payload)
-            if size < 0x80:
-                header = _HEADERS[retain][size]
-            elif size < 0x4000:  # two bytes of remaining length, the usual update
-                header = bytes((0x31 if retain else 0x30, size & 0x7F | 0x80, size >> 7))
-            else:
-                header = _header(retain, size)
+            header = _HEADERS[retain][size] if size < 0x80 else _header(retain, size)
             socket.write(header + prefix + payload)
             return
         try:

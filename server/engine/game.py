@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from protocol.cards import (
+    FACE_MASK,
     Card,
     card_face,
     face_rank,
@@ -705,10 +706,6 @@ def _at_wall(state: State) -> bool:
     return state.rules.wall > 0 and len(state.stock) <= state.rules.wall
 
 
-_FACE_BITS = 63
-"""A card's face is its low six bits (``protocol.cards.card_face``), inlined in hot loops."""
-
-
 def _knock_options(state: State, hand: Sequence[Card], forbidden: Card) -> list[Card]:
     """Discards that may go with a knock from ``hand`` (-1: big gin without a discard);
     ``forbidden`` is the card taken from the pile this turn."""
@@ -722,7 +719,7 @@ def _knock_options(state: State, hand: Sequence[Card], forbidden: Card) -> list[
     whole = deadwood(hand, rules.meld_rules, values)
     # Discarding a card lowers the deadwood by at most that card's value: a cheap test that
     # rules out knocking in most positions without solving every discard.
-    if whole - max([values[card & _FACE_BITS] for card in hand]) > limit:
+    if whole - max([values[card & FACE_MASK] for card in hand]) > limit:
         return []
     options = [
         card

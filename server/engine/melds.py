@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from protocol.cards import (
+    FACE_MASK,
     JOKER,
     Card,
     Face,
@@ -116,9 +117,6 @@ def _run_windows(ace: AceMode, length: int) -> Iterable[int]:
 def _run_faces(suit: int, first: int, length: int) -> tuple[Face, ...]:
     return tuple(make_face(_position_rank(first + i), suit) for i in range(length))
 
-
-_FACE_BITS = 63
-"""A card's face is its low six bits (``card_face``), inlined in the hot loop."""
 
 _RANK_FACES: tuple[tuple[Face, ...], ...] = tuple(
     tuple(make_face(rank, suit) for suit in range(4)) if rank else () for rank in range(14)
@@ -333,7 +331,7 @@ def enumerate_melds(
     cards = tuple(hand)
     parts: dict[int, list[Card]] = {}
     for card in cards:
-        face = card & _FACE_BITS
+        face = card & FACE_MASK
         if face == JOKER:
             return _enumerate(cards, rules, distinct)
         suit, rank = divmod(face, 13)

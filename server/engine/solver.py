@@ -41,7 +41,7 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import cast
 
-from protocol.cards import JOKER, Card, Face, card_face, is_joker
+from protocol.cards import FACE_MASK, JOKER, Card, Face, card_face, is_joker
 from server.engine.melds import (
     AceMode,
     Meld,
@@ -64,7 +64,6 @@ __all__ = [
 
 _SUIT_BITS = 13
 _SUIT_MASK = (1 << _SUIT_BITS) - 1
-_FACE_MASK = 63
 _NATURAL_FACES = 52
 _VALUE_COUNT = 53
 _SPREAD = 1 | 1 << 13 | 1 << 26 | 1 << 39
@@ -575,7 +574,7 @@ def _fast_mask(cards: Sequence[Card], values: Sequence[int]) -> tuple[int, int] 
     mask = 0
     total = 0
     for card in cards:
-        face = card & _FACE_MASK
+        face = card & FACE_MASK
         bit = 1 << face
         if face >= _NATURAL_FACES or mask & bit:
             return None
@@ -2170,7 +2169,7 @@ def _best_melds_of(context: _Context, cards: tuple[Card, ...]) -> tuple[tuple[Me
             if chosen:
                 found = tuple(sorted((*found, context.meld(chosen)), key=_CARDS))
         if flagged >= _COPY_FLAG:  # copies other than the first: the melds hold those cards
-            card_of = {card & _FACE_MASK: card for card in cards}
+            card_of = {card & FACE_MASK: card for card in cards}
             found = _sorted_melds(
                 Meld(meld.kind, tuple(card_of[face] for face in meld.faces), meld.faces)
                 for meld in found
@@ -2201,7 +2200,7 @@ def discard_deadwoods(
         least = total - context.melded(core) if core else total
         result: dict[Card, int] = {}
         for card in cards:
-            face = card & _FACE_MASK
+            face = card & FACE_MASK
             bit = 1 << face
             if core & bit:
                 rest = tables.core(mask ^ bit)

@@ -33,13 +33,13 @@ def view(state: State, seat: int | None = None) -> View:
         dealer=state.dealer,
         turn=state.turn,
         to_move=to_move(state),
-        scores=_formatted_scores(state.scores),
+        scores=_kept(state.scores, _format_scores),
         active=state.active,
         hand=state.hands[own] if own >= 0 else (),
         hand_sizes=tuple(len(hand) for hand in state.hands),
         stock_size=len(state.stock),
         pile=state.pile,
-        melds=_meld_views(state.melds),
+        melds=_kept(state.melds, _meld_views),
         taken=state.taken,
         melds_this_turn=state.melds_this_turn,
         stock_reuses=state.reuses,
@@ -66,15 +66,15 @@ def seat_view(spectator: View, state: State, seat: int) -> View:
 T = TypeVar("T")
 R = TypeVar("R")
 
-_KEPT = 4096
+_KEPT_AT_MOST = 4096
 """Parts of views remembered by the identity of what they are made from (see ``_kept``)."""
 _kept_parts: dict[int, tuple[object, Any]] = {}
 
 
 def _kept(source: T, make: Callable[[T], R]) -> R:
     """``make(source)``, remembered while ``source`` itself (not an equal object) comes back:
-    a state's scores, melds and options are shared by the states that follow it until they
-    change, and a view is made of each state. The entry holds ``source``, so its id is not
+    a state's scores and melds are shared by the states that follow it until they change,
+    and a view is made of each state. The entry holds ``source``, so its id is not
     reused while it is kept."""
     key = id(source)
     entry = _kept_parts.get(key)
@@ -82,7 +82,7 @@ def _kept(source: T, make: Callable[[T], R]) -> R:
         made: R = entry[1]
         return made
     made = make(source)
-    if len(_kept_parts) >= _KEPT:
+    if len(_kept_parts) >= _KEPT_AT_MOST:
         _kept_parts.clear()
     _kept_parts[key] = (source, made)
     return made
@@ -92,16 +92,8 @@ def _format_scores(scores: tuple[Fraction, ...]) -> tuple[str, ...]:
     return tuple(format_amount(score) for score in scores)
 
 
-def _formatted_scores(scores: tuple[Fraction, ...]) -> tuple[str, ...]:
-    return _kept(scores, _format_scores)
-
-
-def _make_meld_views(melds: tuple[TableMeld, ...]) -> tuple[MeldView, ...]:
-    return tuple(MeldView(m.meld.kind.value, m.meld.cards, m.meld.faces, m.owners) for m in melds)
-
-
 def _meld_views(melds: tuple[TableMeld, ...]) -> tuple[MeldView, ...]:
-    return _kept(melds, _make_meld_views) if melds else ()
+    return tuple(MeldView(m.meld.kind.value, m.meld.cards, m.meld.faces, m.owners) for m in melds)
 
 
 def redact(state: State, event: Event, seat: int | None = None) -> Event:

@@ -17,6 +17,27 @@ COUNT = 1_000
 unacknowledged (``max_inflight_messages 100``, its MQTT 5 "receive maximum")."""
 
 
+async def _subscribed(server: Transport, reader: Transport, probe_qos: int = 0) -> None:
+    """Once both are connected, subscribe ``reader`` to its inbox (QoS 1) and return when the
+    subscription is in place: a probe from ``server`` came back. ``reader.deliver`` is set
+    again afterwards; a late probe reaches it (payload ``b"probe"``)."""
+    async with asyncio.timeout(10):
+        await reader.connected.wait()
+        await server.connected.wait()
+    inbox = topics.inbox(reader.username)
+    reader.subscribe(inbox, qos=1)
+    deliver, probe = reader.deliver, asyncio.Event()
+    reader.deliver = lambda message: probe.set()
+    try:
+        async with asyncio.timeout(10):
+            while not probe.is_set():
+                server.publish(inbox, b"probe", qos=probe_qos)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(probe.wait(), 0.2)
+    finally:
+        reader.deliver = deliver
+
+
 async def test_a_burst_of_qos1_messages_past_the_brokers_window_all_arrive_in_order(
     broker: BrokerUnderTest,
 ) -> None:
@@ -37,19 +58,7 @@ async def test_a_burst_of_qos1_messages_past_the_brokers_window_all_arrive_in_or
     await reader.connect(address)
     await server.connect(address)
     try:
-        async with asyncio.timeout(10):
-            await reader.connected.wait()
-            await server.connected.wait()
-        reader.subscribe(topics.inbox("alice"), qos=1)
-        # The subscription is in place once a probe comes back.
-        probe = asyncio.Event()
-        reader.deliver = lambda message: probe.set()
-        async with asyncio.timeout(10):
-            while not probe.is_set():
-                server.publish(topics.inbox("alice"), b"probe", qos=0)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(probe.wait(), 0.2)
-        reader.deliver = take
+        await _subscribed(server, reader)
         for number in range(COUNT):  # no await: no acknowledgement can come in between
             server.publish(topics.inbox("alice"), str(number).encode(), qos=1)
         async with asyncio.timeout(20):
@@ -173,11 +182,9 @@ async def test_qos0_messages_arrive_whole_live_and_retained(broker: BrokerUnderT
     payloads = [b"", b"x", b"y" * 127, b"z" * 128, b"w" * 16_384, bytes(range(250)) * 120]
     received: list[bytes] = []
     done = asyncio.Event()
-    probe = asyncio.Event()
 
     def take(message: Message) -> None:
         if message.payload == b"probe":
-            probe.set()
             return
         received.append(message.payload)
         if len(received) == len(payloads):
@@ -188,15 +195,7 @@ async def test_qos0_messages_arrive_whole_live_and_retained(broker: BrokerUnderT
     await reader.connect(address)
     late = Transport("bob", broker.password("bob"))
     try:
-        async with asyncio.timeout(10):
-            await reader.connected.wait()
-            await server.connected.wait()
-        reader.subscribe(topics.inbox("alice"), qos=1)
-        async with asyncio.timeout(10):
-            while not probe.is_set():
-                server.publish(topics.inbox("alice"), b"probe", qos=0)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(probe.wait(), 0.2)
+        await _subscribed(server, reader)
         for payload in payloads:
             server.publish(topics.inbox("alice"), payload, qos=0)
         async with asyncio.timeout(10):
@@ -237,12 +236,10 @@ async def test_qos1_messages_delivered_to_a_callback_are_acknowledged(
     reader = Transport("alice", broker.password("alice"), mqtt5=mqtt5)
     received: list[bytes] = []
     done = asyncio.Event()
-    probe = asyncio.Event()
     count = 500
 
     def take(message: Message) -> None:
         if message.payload == b"probe":
-            probe.set()
             return
         received.append(message.payload)
         if len(received) == count:
@@ -252,15 +249,7 @@ async def test_qos1_messages_delivered_to_a_callback_are_acknowledged(
     await reader.connect(address)
     await server.connect(address)
     try:
-        async with asyncio.timeout(10):
-            await reader.connected.wait()
-            await server.connected.wait()
-        reader.subscribe(topics.inbox("alice"), qos=1)
-        async with asyncio.timeout(10):
-            while not probe.is_set():
-                server.publish(topics.inbox("alice"), b"probe", qos=1)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(probe.wait(), 0.2)
+        await _subscribed(server, reader, probe_qos=1)
         for number in range(count):
             server.publish(topics.inbox("alice"), str(number).encode(), qos=1)
         async with asyncio.timeout(20):
