@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from bots.policies.heuristic import GinTurn, undercut_risk
 from protocol.cards import card_face
 from server.engine import Command, Discard, Knock
+from server.engine.melds import layoff_faces
 from server.engine.solver import best_melds, discard_deadwoods
 
 __all__ = ["FEATURES", "MODEL", "KnockModel", "choice", "features", "raw_features"]
@@ -105,17 +106,8 @@ def raw_features(
     # The cards the opponent could lay off on the melds this knock would show.
     shown = [card for card in seen.hand if card != knock.card]
     melds, _ = best_melds(shown, rules.meld_rules, rules.values)
-    extensions: set[int] = set()
-    for meld in melds:
-        faces = sorted(card_face(card) for card in meld.cards)
-        if len({face % 13 for face in faces}) == 1:
-            if len(faces) == 3:
-                extensions |= {suit * 13 + faces[0] % 13 for suit in range(4)} - set(faces)
-        else:
-            if faces[0] % 13 > 0:
-                extensions.add(faces[0] - 1)
-            if faces[-1] % 13 < 12:
-                extensions.add(faces[-1] + 1)
+    # One deck: a card is its face.
+    extensions = {face for meld in melds for face in layoff_faces(meld, rules.meld_rules)}
     thrown = [rules.values[card_face(card)] for card in memory.discarded.get(opponent, [])]
     return {
         "left": left,
