@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 
-class MeldSpec(msgspec.Struct, frozen=True):
+class MeldSpec(msgspec.Struct, frozen=True, gc=False):
     """Cards for one new meld and the face each stands for (a joker's declared card)."""
 
     cards: tuple[Card, ...]
@@ -76,23 +76,23 @@ class MeldSpec(msgspec.Struct, frozen=True):
 # Commands --------------------------------------------------------------------------------------
 
 
-class DrawStock(msgspec.Struct, frozen=True, tag="draw_stock"):
+class DrawStock(msgspec.Struct, frozen=True, gc=False, tag="draw_stock"):
     """Draw the top card of the stock."""
 
 
-class TakeDiscard(msgspec.Struct, frozen=True, tag="take_discard"):
+class TakeDiscard(msgspec.Struct, frozen=True, gc=False, tag="take_discard"):
     """Take the upcard (``count`` = 1) or, where allowed, that many cards from the pile's top."""
 
     count: int = 1
 
 
-class Meld(msgspec.Struct, frozen=True, tag="meld"):
+class Meld(msgspec.Struct, frozen=True, gc=False, tag="meld"):
     """Lay down one or more new melds from the hand."""
 
     melds: tuple[MeldSpec, ...]
 
 
-class LayOff(msgspec.Struct, frozen=True, tag="lay_off"):
+class LayOff(msgspec.Struct, frozen=True, gc=False, tag="lay_off"):
     """Add ``card`` (standing for ``face``) to table meld number ``target``."""
 
     card: Card
@@ -100,24 +100,24 @@ class LayOff(msgspec.Struct, frozen=True, tag="lay_off"):
     face: Face
 
 
-class SwapJoker(msgspec.Struct, frozen=True, tag="swap_joker"):
+class SwapJoker(msgspec.Struct, frozen=True, gc=False, tag="swap_joker"):
     """Put natural ``card`` in place of the joker standing for it in table meld ``target``."""
 
     card: Card
     target: int
 
 
-class Discard(msgspec.Struct, frozen=True, tag="discard"):
+class Discard(msgspec.Struct, frozen=True, gc=False, tag="discard"):
     """Discard ``card`` face up, ending the turn."""
 
     card: Card
 
 
-class Pass(msgspec.Struct, frozen=True, tag="pass"):
+class Pass(msgspec.Struct, frozen=True, gc=False, tag="pass"):
     """Decline: the pile when the stock is empty (the hand then ends), or a claim window."""
 
 
-class Claim(msgspec.Struct, frozen=True, tag="claim"):
+class Claim(msgspec.Struct, frozen=True, gc=False, tag="claim"):
     """Claim out of turn in an open claim window: ``count`` cards from the pile's top.
 
     Rummy 500's "Rummy!" call takes the claimable card and every card above it; Ramino's
@@ -127,7 +127,7 @@ class Claim(msgspec.Struct, frozen=True, tag="claim"):
     count: int = 1
 
 
-class Knock(msgspec.Struct, frozen=True, tag="knock"):
+class Knock(msgspec.Struct, frozen=True, gc=False, tag="knock"):
     """Discard ``card`` and knock, ending the hand (Knock Rummy, Gin Rummy).
 
     ``card`` is -1 for big gin (all eleven cards melded, no discard). ``melds`` may give the
@@ -148,7 +148,7 @@ COMMAND_TYPES = (DrawStock, TakeDiscard, Meld, LayOff, SwapJoker, Discard, Pass,
 # Events ----------------------------------------------------------------------------------------
 
 
-class Dealt(msgspec.Struct, frozen=True, tag="dealt"):
+class Dealt(msgspec.Struct, frozen=True, gc=False, tag="dealt"):
     """A new hand: the whole pack in shuffled order (chance), and who deals.
 
     Cards are dealt one at a time from the front of ``order`` starting left of the dealer; the
@@ -162,28 +162,28 @@ class Dealt(msgspec.Struct, frozen=True, tag="dealt"):
     cuts: tuple[Card, ...] = ()
 
 
-class Drew(msgspec.Struct, frozen=True, tag="drew"):
+class Drew(msgspec.Struct, frozen=True, gc=False, tag="drew"):
     """``seat`` drew ``card`` from the stock. Other seats see ``card`` as -1."""
 
     seat: int
     card: Card
 
 
-class TookDiscard(msgspec.Struct, frozen=True, tag="took_discard"):
+class TookDiscard(msgspec.Struct, frozen=True, gc=False, tag="took_discard"):
     """``seat`` took ``cards`` (top of the pile last) from the discard pile."""
 
     seat: int
     cards: tuple[Card, ...]
 
 
-class Melded(msgspec.Struct, frozen=True, tag="melded"):
+class Melded(msgspec.Struct, frozen=True, gc=False, tag="melded"):
     """``seat`` laid down new melds (canonical order); they get the next table indices."""
 
     seat: int
     melds: tuple[MeldSpec, ...]
 
 
-class LaidOff(msgspec.Struct, frozen=True, tag="laid_off"):
+class LaidOff(msgspec.Struct, frozen=True, gc=False, tag="laid_off"):
     """``seat`` added ``card`` as ``face`` to table meld ``target``."""
 
     seat: int
@@ -192,7 +192,7 @@ class LaidOff(msgspec.Struct, frozen=True, tag="laid_off"):
     face: Face
 
 
-class SwappedJoker(msgspec.Struct, frozen=True, tag="swapped_joker"):
+class SwappedJoker(msgspec.Struct, frozen=True, gc=False, tag="swapped_joker"):
     """``seat`` put ``card`` into meld ``target`` and took ``joker`` into his hand."""
 
     seat: int
@@ -201,33 +201,33 @@ class SwappedJoker(msgspec.Struct, frozen=True, tag="swapped_joker"):
     joker: Card
 
 
-class Discarded(msgspec.Struct, frozen=True, tag="discarded"):
+class Discarded(msgspec.Struct, frozen=True, gc=False, tag="discarded"):
     """``seat`` discarded ``card``."""
 
     seat: int
     card: Card
 
 
-class StockRebuilt(msgspec.Struct, frozen=True, tag="stock_rebuilt"):
+class StockRebuilt(msgspec.Struct, frozen=True, gc=False, tag="stock_rebuilt"):
     """The discard pile became the stock, in ``order`` (drawn from the front). Chance."""
 
     order: tuple[Card, ...]
     shuffled: bool
 
 
-class Declined(msgspec.Struct, frozen=True, tag="declined"):
+class Declined(msgspec.Struct, frozen=True, gc=False, tag="declined"):
     """``seat`` declined the upcard with the stock exhausted."""
 
     seat: int
 
 
-class UpcardPassed(msgspec.Struct, frozen=True, tag="upcard_passed"):
+class UpcardPassed(msgspec.Struct, frozen=True, gc=False, tag="upcard_passed"):
     """``seat`` declined the first upcard (Gin Rummy)."""
 
     seat: int
 
 
-class Knocked(msgspec.Struct, frozen=True, tag="knocked"):
+class Knocked(msgspec.Struct, frozen=True, gc=False, tag="knocked"):
     """``seat`` discarded ``card`` (-1: none, big gin) and knocked, showing ``melds`` and
     ``deadwood`` unmatched points."""
 
@@ -237,20 +237,20 @@ class Knocked(msgspec.Struct, frozen=True, tag="knocked"):
     deadwood: int
 
 
-class SeatForfeited(msgspec.Struct, frozen=True, tag="seat_forfeited"):
+class SeatForfeited(msgspec.Struct, frozen=True, gc=False, tag="seat_forfeited"):
     """``seat`` missed too many turns in a row: the server plays for it from now on, it can
     no longer win a hand, and in Ramino it is eliminated when the hand ends."""
 
     seat: int
 
 
-class Floated(msgspec.Struct, frozen=True, tag="floated"):
+class Floated(msgspec.Struct, frozen=True, gc=False, tag="floated"):
     """``seat`` laid down his last cards without a discard and floats: the hand goes on."""
 
     seat: int
 
 
-class ClaimWindowOpened(msgspec.Struct, frozen=True, tag="claim_window_opened"):
+class ClaimWindowOpened(msgspec.Struct, frozen=True, gc=False, tag="claim_window_opened"):
     """After a discard, ``seats`` (in priority order) may claim out of turn or pass.
 
     ``depths`` are the pile depths that may be claimed (1 = the upcard).
@@ -261,14 +261,14 @@ class ClaimWindowOpened(msgspec.Struct, frozen=True, tag="claim_window_opened"):
     depths: tuple[int, ...]
 
 
-class ClaimAnswered(msgspec.Struct, frozen=True, tag="claim_answered"):
+class ClaimAnswered(msgspec.Struct, frozen=True, gc=False, tag="claim_answered"):
     """``seat`` answered the claim window: ``count`` cards claimed, or 0 for a pass."""
 
     seat: int
     count: int
 
 
-class Claimed(msgspec.Struct, frozen=True, tag="claimed"):
+class Claimed(msgspec.Struct, frozen=True, gc=False, tag="claimed"):
     """The window resolved for ``seat``: he takes ``cards`` from the pile (bottom first) and,
     with ``bussare``, ``stock_cards`` from the stock (hidden from the others)."""
 
@@ -277,11 +277,11 @@ class Claimed(msgspec.Struct, frozen=True, tag="claimed"):
     stock_cards: tuple[Card, ...] = ()
 
 
-class ClaimWindowClosed(msgspec.Struct, frozen=True, tag="claim_window_closed"):
+class ClaimWindowClosed(msgspec.Struct, frozen=True, gc=False, tag="claim_window_closed"):
     """Everyone passed; the next player draws as usual."""
 
 
-class HandEnded(msgspec.Struct, frozen=True, tag="hand_ended"):
+class HandEnded(msgspec.Struct, frozen=True, gc=False, tag="hand_ended"):
     """A hand is over: every hand revealed, what each seat scores, and the totals after it.
 
     ``winner`` is the seat that did best in the hand: the most ``points`` (under ``penalty``
@@ -309,7 +309,7 @@ class HandEnded(msgspec.Struct, frozen=True, tag="hand_ended"):
     """The seat that went out or knocked; -1 when no one did (block, wall, safety cap)."""
 
 
-class GameEnded(msgspec.Struct, frozen=True, tag="game_ended"):
+class GameEnded(msgspec.Struct, frozen=True, gc=False, tag="game_ended"):
     """The game is over; ``winners`` share the win."""
 
     winners: tuple[int, ...]
@@ -342,7 +342,7 @@ Event: TypeAlias = (
 # Table events: a table's life outside the rules ----------------------------------------------
 
 
-class TableCreated(msgspec.Struct, frozen=True, tag="table_created"):
+class TableCreated(msgspec.Struct, frozen=True, gc=False, tag="table_created"):
     """A table exists: its variant and options (validated), seats and settings."""
 
     table_id: str
@@ -361,28 +361,28 @@ class TableCreated(msgspec.Struct, frozen=True, tag="table_created"):
     deal at once)."""
 
 
-class PlayerSat(msgspec.Struct, frozen=True, tag="player_sat"):
+class PlayerSat(msgspec.Struct, frozen=True, gc=False, tag="player_sat"):
     """``player`` took seat ``seat``."""
 
     seat: int
     player: str
 
 
-class PlayerStood(msgspec.Struct, frozen=True, tag="player_stood"):
+class PlayerStood(msgspec.Struct, frozen=True, gc=False, tag="player_stood"):
     """``player`` left seat ``seat``."""
 
     seat: int
     player: str
 
 
-class GameStarted(msgspec.Struct, frozen=True, tag="game_started"):
+class GameStarted(msgspec.Struct, frozen=True, gc=False, tag="game_started"):
     """Game number ``game`` begins with the players in their seats (a rematch is game 2, ...)."""
 
     game: int
     players: tuple[str, ...]
 
 
-class DeckCommitted(msgspec.Struct, frozen=True, tag="deck_committed"):
+class DeckCommitted(msgspec.Struct, frozen=True, gc=False, tag="deck_committed"):
     """Before a deal: the hash of salt + deck order, shown to every seat.
 
     ``salt`` is kept in the server's log and stripped from every published copy until the
@@ -395,7 +395,7 @@ class DeckCommitted(msgspec.Struct, frozen=True, tag="deck_committed"):
     salt: str = ""
 
 
-class DeckRevealed(msgspec.Struct, frozen=True, tag="deck_revealed"):
+class DeckRevealed(msgspec.Struct, frozen=True, gc=False, tag="deck_revealed"):
     """After a hand: the salt and the deck order, so anyone can check the commitment."""
 
     game: int
@@ -404,26 +404,26 @@ class DeckRevealed(msgspec.Struct, frozen=True, tag="deck_revealed"):
     order: tuple[int, ...]
 
 
-class TimedOut(msgspec.Struct, frozen=True, tag="timed_out"):
+class TimedOut(msgspec.Struct, frozen=True, gc=False, tag="timed_out"):
     """``seat``'s time ran out; the server plays its turn (the moves follow)."""
 
     seat: int
 
 
-class SeatBack(msgspec.Struct, frozen=True, tag="seat_back"):
+class SeatBack(msgspec.Struct, frozen=True, gc=False, tag="seat_back"):
     """``seat`` moved by itself again after timeouts: its count starts over."""
 
     seat: int
 
 
-class PlayerReady(msgspec.Struct, frozen=True, tag="player_ready"):
+class PlayerReady(msgspec.Struct, frozen=True, gc=False, tag="player_ready"):
     """Between hands, ``seat`` is ready for the next deal (the server marks everyone ready
     when the pause runs out)."""
 
     seat: int
 
 
-class TableClosed(msgspec.Struct, frozen=True, tag="table_closed"):
+class TableClosed(msgspec.Struct, frozen=True, gc=False, tag="table_closed"):
     """The table is closed for good (a table waiting for players that expired)."""
 
     reason: str
@@ -446,7 +446,7 @@ TableEvent: TypeAlias = (
 # Views -----------------------------------------------------------------------------------------
 
 
-class MeldView(msgspec.Struct, frozen=True):
+class MeldView(msgspec.Struct, frozen=True, gc=False):
     """A table meld: its cards, what each stands for, and who laid each."""
 
     kind: str
@@ -455,7 +455,7 @@ class MeldView(msgspec.Struct, frozen=True):
     owners: tuple[int, ...]
 
 
-class View(msgspec.Struct, frozen=True):
+class View(msgspec.Struct, frozen=True, gc=False):
     """A state as one seat (``seat`` >= 0) or a spectator (``seat`` = -1) sees it."""
 
     variant: str

@@ -91,7 +91,7 @@ Options = Annotated[dict[ShortText, OptionValue], Meta(max_length=64)]
 # Lobby commands (published on ramino/v1/lobby/{shard}/{client}) -------------------------------
 
 
-class Hello(msgspec.Struct, frozen=True, tag="hello"):
+class Hello(msgspec.Struct, frozen=True, gc=False, tag="hello"):
     """Version negotiation: the versions the client speaks; the reply picks one (``Welcome``)."""
 
     versions: Annotated[tuple[int, ...], Meta(max_length=16)] = (PROTOCOL_VERSION,)
@@ -99,11 +99,11 @@ class Hello(msgspec.Struct, frozen=True, tag="hello"):
     """Free text naming the client program, for the server's logs."""
 
 
-class ListVariants(msgspec.Struct, frozen=True, tag="list_variants"):
+class ListVariants(msgspec.Struct, frozen=True, gc=False, tag="list_variants"):
     """The variants this server plays, with their options (reply: ``Variants``)."""
 
 
-class CreateTable(msgspec.Struct, frozen=True, tag="create_table"):
+class CreateTable(msgspec.Struct, frozen=True, gc=False, tag="create_table"):
     """Open a table (reply: ``Created``); the sender is its host and, with ``sit``, seat 0."""
 
     variant: ShortText
@@ -121,7 +121,7 @@ class CreateTable(msgspec.Struct, frozen=True, tag="create_table"):
     sit: bool = True
 
 
-class ListTables(msgspec.Struct, frozen=True, tag="list_tables"):
+class ListTables(msgspec.Struct, frozen=True, gc=False, tag="list_tables"):
     """Public tables (reply: ``Tables``); empty filters match everything."""
 
     status: ShortText = ""
@@ -129,7 +129,7 @@ class ListTables(msgspec.Struct, frozen=True, tag="list_tables"):
     variant: ShortText = ""
 
 
-class LadderJoin(msgspec.Struct, frozen=True, tag="ladder_join"):
+class LadderJoin(msgspec.Struct, frozen=True, gc=False, tag="ladder_join"):
     """Enter the sender's account on the server's ladder as ``ext:USERNAME`` (reply:
     ``LadderEntry``): the ladder then seats it at its tables (an ``Update`` names each)."""
 
@@ -139,14 +139,14 @@ class LadderJoin(msgspec.Struct, frozen=True, tag="ladder_join"):
     """The pools to play (``gin-2``, ...); empty: every pool of the ladder."""
 
 
-class LadderLeave(msgspec.Struct, frozen=True, tag="ladder_leave"):
+class LadderLeave(msgspec.Struct, frozen=True, gc=False, tag="ladder_leave"):
     """Stop being paired on the ladder (reply: ``LadderEntry``); a match under way is played
     to its end, and the ratings stay."""
 
     ladder: ShortText = ""
 
 
-class LadderStatus(msgspec.Struct, frozen=True, tag="ladder_status"):
+class LadderStatus(msgspec.Struct, frozen=True, gc=False, tag="ladder_status"):
     """The sender's entry on the ladder (reply: ``LadderEntry``)."""
 
     ladder: ShortText = ""
@@ -155,45 +155,45 @@ class LadderStatus(msgspec.Struct, frozen=True, tag="ladder_status"):
 # Table commands (published on ramino/v1/table/{table}/cmd/{client}) ---------------------------
 
 
-class Join(msgspec.Struct, frozen=True, tag="join"):
+class Join(msgspec.Struct, frozen=True, gc=False, tag="join"):
     """Watch a table: the reply carries its snapshot (``Synced``); a private one needs the code."""
 
     invite_code: ShortText = ""
 
 
-class Sit(msgspec.Struct, frozen=True, tag="sit"):
+class Sit(msgspec.Struct, frozen=True, gc=False, tag="sit"):
     """Take seat ``seat`` (-1: the first free one) before a game starts or after it ends."""
 
     seat: Annotated[int, Meta(ge=-1, le=15)] = -1
     invite_code: ShortText = ""
 
 
-class Stand(msgspec.Struct, frozen=True, tag="stand"):
+class Stand(msgspec.Struct, frozen=True, gc=False, tag="stand"):
     """Give up your seat (not while a game is on)."""
 
 
-class Leave(msgspec.Struct, frozen=True, tag="leave"):
+class Leave(msgspec.Struct, frozen=True, gc=False, tag="leave"):
     """Stop watching; stands up too when no game is on."""
 
 
-class Start(msgspec.Struct, frozen=True, tag="start"):
+class Start(msgspec.Struct, frozen=True, gc=False, tag="start"):
     """Start the game once every seat is taken (any seated player may)."""
 
 
-class Ready(msgspec.Struct, frozen=True, tag="ready"):
+class Ready(msgspec.Struct, frozen=True, gc=False, tag="ready"):
     """Between hands (tables with ``hand_pause_seconds``): ready for the next deal, which
     comes when every player is ready or the pause runs out."""
 
 
-class Rematch(msgspec.Struct, frozen=True, tag="rematch"):
+class Rematch(msgspec.Struct, frozen=True, gc=False, tag="rematch"):
     """A new game with the same players after the last one ended."""
 
 
-class Resync(msgspec.Struct, frozen=True, tag="resync"):
+class Resync(msgspec.Struct, frozen=True, gc=False, tag="resync"):
     """Everything needed to catch up: the reply carries a ``Synced`` (view, legal actions, seq)."""
 
 
-class ChatSay(msgspec.Struct, frozen=True, tag="chat"):
+class ChatSay(msgspec.Struct, frozen=True, gc=False, tag="chat"):
     """Say something at the table (rate-limited); everyone watching gets a ``ChatLine``."""
 
     text: Annotated[str, Meta(min_length=1, max_length=500)]
@@ -206,7 +206,7 @@ TableCommand: TypeAlias = Join | Sit | Stand | Leave | Start | Ready | Rematch |
 AnyCommand: TypeAlias = LobbyCommand | TableCommand | GameCommand
 
 
-class Request(msgspec.Struct, frozen=True):
+class Request(msgspec.Struct, frozen=True, gc=False):
     """What a client publishes: its command with an id of its choosing.
 
     ``id`` makes the command idempotent: sending the same id again (after a timeout or a
@@ -220,7 +220,7 @@ class Request(msgspec.Struct, frozen=True):
     seq: Annotated[int, Meta(ge=0)] | None = None
 
 
-class Presence(msgspec.Struct, frozen=True, tag="presence"):
+class Presence(msgspec.Struct, frozen=True, gc=False, tag="presence"):
     """Published on ``ramino/v1/presence/{client}``: online on connecting, offline as the will."""
 
     online: bool
@@ -229,7 +229,7 @@ class Presence(msgspec.Struct, frozen=True, tag="presence"):
 # Replies and their results ----------------------------------------------------------------------
 
 
-class Welcome(msgspec.Struct, frozen=True, tag="welcome"):
+class Welcome(msgspec.Struct, frozen=True, gc=False, tag="welcome"):
     """Reply to ``Hello``: the version chosen and the server's limits."""
 
     version: int
@@ -240,7 +240,7 @@ class Welcome(msgspec.Struct, frozen=True, tag="welcome"):
     burst: int
 
 
-class OptionInfo(msgspec.Struct, frozen=True):
+class OptionInfo(msgspec.Struct, frozen=True, gc=False):
     """One table option: its kind (``bool``, ``int``, ``choice``, ``int_or_unlimited``), help
     and allowed values."""
 
@@ -252,7 +252,7 @@ class OptionInfo(msgspec.Struct, frozen=True):
     maximum: int | None = None
 
 
-class VariantInfo(msgspec.Struct, frozen=True):
+class VariantInfo(msgspec.Struct, frozen=True, gc=False):
     """A preset: its name, title, player counts, default options and the options it accepts."""
 
     name: str
@@ -264,13 +264,13 @@ class VariantInfo(msgspec.Struct, frozen=True):
     options: tuple[OptionInfo, ...]
 
 
-class Variants(msgspec.Struct, frozen=True, tag="variants"):
+class Variants(msgspec.Struct, frozen=True, gc=False, tag="variants"):
     """Reply to ``ListVariants``."""
 
     variants: tuple[VariantInfo, ...]
 
 
-class TableListing(msgspec.Struct, frozen=True, tag="listing"):
+class TableListing(msgspec.Struct, frozen=True, gc=False, tag="listing"):
     """A table as the lobby shows it (also retained on ``ramino/v1/tables/{table}``)."""
 
     table: str
@@ -285,13 +285,13 @@ class TableListing(msgspec.Struct, frozen=True, tag="listing"):
     """Games played or under way at this table."""
 
 
-class Tables(msgspec.Struct, frozen=True, tag="tables"):
+class Tables(msgspec.Struct, frozen=True, gc=False, tag="tables"):
     """Reply to ``ListTables``."""
 
     tables: tuple[TableListing, ...]
 
 
-class Created(msgspec.Struct, frozen=True, tag="created"):
+class Created(msgspec.Struct, frozen=True, gc=False, tag="created"):
     """Reply to ``CreateTable``: the new table's id, its invite code if private, your seat."""
 
     table: str
@@ -302,14 +302,14 @@ class Created(msgspec.Struct, frozen=True, tag="created"):
 AnyEvent: TypeAlias = GameEvent | TableEvent
 
 
-class Logged(msgspec.Struct, frozen=True):
+class Logged(msgspec.Struct, frozen=True, gc=False):
     """One event of a table's log, numbered; hidden cards are -1 for whoever may not see them."""
 
     seq: int
     event: AnyEvent
 
 
-class Synced(msgspec.Struct, frozen=True, tag="synced"):
+class Synced(msgspec.Struct, frozen=True, gc=False, tag="synced"):
     """The whole present of a table as the requester may see it (reply to ``Resync``/``Join``).
 
     ``view`` is ``None`` before the first game; ``seat`` is -1 for a spectator.
@@ -324,7 +324,7 @@ class Synced(msgspec.Struct, frozen=True, tag="synced"):
     """When the move timer runs out (Unix time, 0: no timer running)."""
 
 
-class LadderStanding(msgspec.Struct, frozen=True):
+class LadderStanding(msgspec.Struct, frozen=True, gc=False):
     """An entrant's rating and record in one pool of a ladder."""
 
     pool: str
@@ -339,7 +339,7 @@ class LadderStanding(msgspec.Struct, frozen=True):
     """Its place on the pool's leaderboard (1 is best); 0 while it has too few matches."""
 
 
-class LadderEntry(msgspec.Struct, frozen=True, tag="ladder_entry"):
+class LadderEntry(msgspec.Struct, frozen=True, gc=False, tag="ladder_entry"):
     """Reply to ``LadderJoin``, ``LadderLeave`` and ``LadderStatus``: the sender's entry."""
 
     ladder: str
@@ -361,7 +361,7 @@ class LadderEntry(msgspec.Struct, frozen=True, tag="ladder_entry"):
 Result: TypeAlias = Welcome | Variants | Tables | Created | Synced | LadderEntry
 
 
-class Reply(msgspec.Struct, frozen=True, tag="reply"):
+class Reply(msgspec.Struct, frozen=True, gc=False, tag="reply"):
     """The one reply to a ``Request`` with the same ``id``.
 
     ``ok`` replies to table commands carry the table ``seq`` after the command and the events
@@ -379,7 +379,7 @@ class Reply(msgspec.Struct, frozen=True, tag="reply"):
     result: Result | None = None
 
 
-class Update(msgspec.Struct, frozen=True, tag="update"):
+class Update(msgspec.Struct, frozen=True, gc=False, tag="update"):
     """A seated player's private update after each change of a table he sits at.
 
     ``events`` are the new events (numbered, without gaps after the previous update's ``seq``);
@@ -402,14 +402,14 @@ Inbox: TypeAlias = Reply | Update
 # Public topics -----------------------------------------------------------------------------------
 
 
-class TableEvents(msgspec.Struct, frozen=True, tag="events"):
+class TableEvents(msgspec.Struct, frozen=True, gc=False, tag="events"):
     """Public stream ``ramino/v1/table/{table}/events``: new events as a spectator sees them."""
 
     table: str
     events: tuple[Logged, ...]
 
 
-class TableSnapshot(msgspec.Struct, frozen=True, tag="snapshot"):
+class TableSnapshot(msgspec.Struct, frozen=True, gc=False, tag="snapshot"):
     """Retained on ``ramino/v1/table/{table}/state``: the table as a spectator sees it."""
 
     table: TableListing
@@ -418,7 +418,7 @@ class TableSnapshot(msgspec.Struct, frozen=True, tag="snapshot"):
     deadline: float
 
 
-class ChatLine(msgspec.Struct, frozen=True, tag="chat_line"):
+class ChatLine(msgspec.Struct, frozen=True, gc=False, tag="chat_line"):
     """A chat line on ``ramino/v1/table/{table}/chat``."""
 
     table: str
@@ -427,7 +427,7 @@ class ChatLine(msgspec.Struct, frozen=True, tag="chat_line"):
     at: float
 
 
-class ServerStatus(msgspec.Struct, frozen=True, tag="status"):
+class ServerStatus(msgspec.Struct, frozen=True, gc=False, tag="status"):
     """Retained on ``ramino/v1/server/status``: whether a server is up, and its versions."""
 
     online: bool

@@ -80,7 +80,6 @@ from protocol.messages import (
     Stand,
     Start,
     Synced,
-    TableEvents,
     TableListing,
     Tables,
     TableSnapshot,
@@ -94,6 +93,15 @@ from server.engine import OPTIONS, VARIANTS, is_over, legal_actions, view
 from server.engine.views import View, seat_view
 from server.net.logs import get_logger
 from server.net.metrics import NO_METRICS, NoMetrics
+from server.net.wire import (
+    EMPTY_EVENTS,
+    AnyReply,
+    EventsOut,
+    ReplyOut,
+    UpdateOut,
+    decode_events,
+    encode_events,
+)
 from server.tables import table as tables
 from server.tables.actor import Reply as TableReply
 from server.tables.actor import TableActor, load_table
@@ -175,14 +183,21 @@ class RateLimiter:
         return True
 
 
-@dataclass(frozen=True, slots=True)
-class _Batch:
-    """The events of one append, projected for each seated player and for spectators."""
+class _Batch(msgspec.Struct, frozen=True, gc=False):
+    """The events of one append (seqs ``first`` to ``last``), encoded once: for each seat as
+    it may see them (``private``, parallel to ``seats``, the table's seats then) and for
+    spectators (``public``). Bytes only: nothing here for the garbage collector to visit."""
 
     first: int
     last: int
-    private: dict[str, tuple[Logged, ...]]
-    public: tuple[Logged, ...]
+    seats: tuple[str, ...]
+    private: tuple[msgspec.Raw, ...]
+    public: msgspec.Raw
+
+    def shown_to(self, client: str) -> msgspec.Raw:
+        """The events as ``client`` may see them: his seat's, else a spectator's."""
+        seats = self.seats
+        return self.private[seats.index(client)] if client in seats else self.public
 
 
 _LOBBY_COMMANDS = (
@@ -505,7 +520,8 @@ class Gateway:
             return
         if client in self._absent:
             self._set_absent(client, False)
-        task = asyncio.create_task(self._run(client, table, request, time.perf_counter(), shard))
+        started = time.perf_counter()
+        task = asyncio.create_task(self._run(client, table, request, started, shard))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         if table and worker is not None:
@@ -548,6 +564,12 @@ class Gateway:
         except Exception as error:  # our bug: answer it, keep serving
             _log.exception("request failed", extra={"client": client, "id": request.id})
             reply = _error(request.id, "server/internal", f"internal error: {type(error).__name__}")
+        self._answered(client, table, request, reply, started)
+
+    def _answered(
+        self, client: str, table: str, request: Request, reply: AnyReply, started: float
+    ) -> None:
+        """Publish ``reply`` to ``request`` and count it."""
         self.handled += 1
         self._reply(client, reply)
         self.metrics.command(request.cmd, reply, started)
@@ -565,13 +587,13 @@ class Gateway:
             ms=round((time.perf_counter() - started) * 1000, 2),
         )
 
-    def _reply(self, client: str, reply: Reply) -> None:
+    def _reply(self, client: str, reply: AnyReply) -> None:
         # Inbox messages go at QoS 0 (docs/protocol.md §3): with clean sessions QoS 1 would
         # only add a packet id, a kept copy and an acknowledgement to every message.
         self.transport.publish(topics.inbox(client), encode(reply), qos=INBOX_QOS)
         self.metrics.reply(reply)
 
-    async def _dispatch(self, client: str, table: str, request: Request) -> Reply:
+    async def _dispatch(self, client: str, table: str, request: Request) -> AnyReply:
         command = request.cmd
         lobby = isinstance(command, _LOBBY_COMMANDS)
         if lobby != (table == ""):
@@ -645,7 +667,7 @@ class Gateway:
         except MalformedMessage:
             return
 
-    async def _create(self, client: str, command_id: str, command: CreateTable) -> Reply:
+    async def _create(self, client: str, command_id: str, command: CreateTable) -> AnyReply:
         service = self._service()
         # The table id follows from the request id, so a retried create finds its table.
         table_id = hashlib.sha256(f"{client}\0{command_id}".encode()).hexdigest()[:12]
@@ -659,7 +681,7 @@ class Gateway:
 
     async def _create_table(
         self, client: str, command_id: str, command: CreateTable, table_id: str
-    ) -> Reply:
+    ) -> AnyReply:
         service = self._service()
         create = tables.CreateTable(
             variant=command.variant,
@@ -687,7 +709,7 @@ class Gateway:
         invite = created.invite_code if created is not None and created.host == client else ""
         return _ok(command_id, table_id, actor.table.seq, result=Created(table_id, invite, seat))
 
-    async def _created_elsewhere(self, client: str, command_id: str, table_id: str) -> Reply:
+    async def _created_elsewhere(self, client: str, command_id: str, table_id: str) -> AnyReply:
         """A retried ``create_table`` whose table another worker holds (the lobby shard moved
         between the tries): answer from the log."""
         state = await load_table(self._service().store, table_id)
@@ -698,7 +720,7 @@ class Gateway:
         invite = created.invite_code if created.host == client else ""
         return _ok(command_id, table_id, state.seq, result=Created(table_id, invite, seat))
 
-    async def _table_command(self, client: str, table_id: str, request: Request) -> Reply:
+    async def _table_command(self, client: str, table_id: str, request: Request) -> AnyReply:
         service = self._service()
         actor = await service.actor(table_id)
         if actor is None or actor.table.created is None:
@@ -751,7 +773,7 @@ class Gateway:
 
     async def _sit(
         self, client: str, actor: TableActor, request: Request, command: tables.Sit
-    ) -> Reply:
+    ) -> AnyReply:
         """``sit``, counted against the sender's open tables while it runs."""
         table_id = actor.table.table_id
         async with self._places(table_id, [(client, "seat")]) as over:
@@ -762,7 +784,7 @@ class Gateway:
             )
         return self._table_reply(client, actor, request.id, reply)
 
-    async def _rematch(self, client: str, actor: TableActor, request: Request) -> Reply:
+    async def _rematch(self, client: str, actor: TableActor, request: Request) -> AnyReply:
         """``rematch`` of a table that is not open: it opens again for every seated player,
         each counted against his open tables while it runs."""
         table_id = actor.table.table_id
@@ -903,24 +925,32 @@ class Gateway:
 
     def _table_reply(
         self, client: str, actor: TableActor, command_id: str, reply: TableReply
-    ) -> Reply:
+    ) -> AnyReply:
         table_id = actor.table.table_id
         if not reply.ok:
             refusal = _error(command_id, reply.code, reply.message, table_id, reply.seq)
             if reply.code == "table/stale_seq":  # with what it takes to catch up
                 return msgspec.structs.replace(refusal, result=self._synced(actor, client))
             return refusal
-        events: list[Logged] = []
-        if reply.first_seq:
-            found: list[_Batch] = []
-            for batch in reversed(self._batches.get(table_id, ())):  # newest first
-                if batch.last < reply.first_seq:
-                    break
-                if batch.first <= reply.seq:
-                    found.append(batch)
-            for batch in reversed(found):
-                shown = batch.private.get(client, batch.public)
-                events.extend(item for item in shown if reply.first_seq <= item.seq <= reply.seq)
+        if not reply.first_seq:
+            return _ok(command_id, table_id, reply.seq)
+        found: list[_Batch] = []
+        for batch in reversed(self._batches.get(table_id, ())):  # newest first
+            if batch.last < reply.first_seq:
+                break
+            if batch.first == reply.first_seq and batch.last == reply.seq:
+                # One command, one append: its events as they were sent in the update.
+                return ReplyOut(
+                    command_id, True, table=table_id, seq=reply.seq, events=batch.shown_to(client)
+                )
+            if batch.first <= reply.seq:
+                found.append(batch)
+        events = [
+            item
+            for batch in reversed(found)
+            for item in decode_events(batch.shown_to(client))
+            if reply.first_seq <= item.seq <= reply.seq
+        ]
         return _ok(command_id, table_id, reply.seq, events=tuple(events))
 
     def _check_invite(self, state: TableState, client: str, code: str) -> None:
@@ -1016,20 +1046,22 @@ class Gateway:
         pending = self._pending.pop(table.table_id, [])
         if not pending:
             return
-        players = [player for player in table.seats if player]
-        private: dict[str, list[Logged]] = {player: [] for player in players}
+        seats = table.seats
+        private: list[list[Logged]] = [[] for _ in seats]
         public: list[Logged] = []
         for before, seq, record in pending:
-            public.append(Logged(seq, project(record.event, SPECTATOR, before)))
-            for seat, player in enumerate(table.seats):
+            event = record.event
+            public.append(Logged(seq, project(event, SPECTATOR, before)))
+            for seat, player in enumerate(seats):
                 if player:
                     viewer: Viewer = seat
-                    private[player].append(Logged(seq, project(record.event, viewer, before)))
+                    private[seat].append(Logged(seq, project(event, viewer, before)))
         batch = _Batch(
             pending[0][1],
             pending[-1][1],
-            {player: tuple(events) for player, events in private.items()},
-            tuple(public),
+            seats,
+            tuple(encode_events(events) if events else EMPTY_EVENTS for events in private),
+            encode_events(public),
         )
         self._batches.setdefault(table.table_id, deque(maxlen=32)).append(batch)
         self._track(table)
@@ -1037,16 +1069,16 @@ class Gateway:
         deadline = (actor.due() if actor is not None else None) or 0.0
         game = table.game
         spectator = view(game) if game is not None else None
-        for seat, player in enumerate(table.seats):
+        for seat, player in enumerate(seats):
             if not player or not topics.valid_name(player):
                 # A seat the server plays itself (a ladder's built-in entrant, named with an
                 # "@" no account can have) has no inbox: its cards go nowhere.
                 continue
-            update = Update(
+            update = UpdateOut(
                 table=table.table_id,
                 seq=table.seq,
                 seat=seat,
-                events=batch.private[player],
+                events=batch.private[seat],
                 view=seat_view(spectator, game, seat) if game is not None and spectator else None,
                 legal=_legal(table, seat),
                 deadline=deadline,
@@ -1055,7 +1087,7 @@ class Gateway:
             self.transport.publish(topics.inbox(player), encode(update), qos=INBOX_QOS)
             # What the client sends in answer is paid for: answering is never refused.
             self._limiter.credit(player, self.limits.update_credit)
-        stream = TableEvents(table.table_id, batch.public)
+        stream = EventsOut(table.table_id, batch.public)
         self.transport.publish(topics.table_events(table.table_id), encode(stream), qos=0)
         self._publish_public(table, deadline, spectator)
 

@@ -44,8 +44,9 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from protocol.game import COMMAND_TYPES as GAME_COMMANDS
-from protocol.messages import Reply, Resync
+from protocol.messages import Resync
 from server.net.memory import sqlite_memory_bytes, traced_bytes
+from server.net.wire import AnyReply
 
 if TYPE_CHECKING:
     from server.net.gateway import Gateway
@@ -109,10 +110,10 @@ def parse_listen(text: str) -> tuple[str, int]:
 class NoMetrics:
     """The hooks of ``Metrics``, doing nothing: what the server holds without ``--metrics``."""
 
-    def command(self, command: object, reply: Reply, received: float) -> None:
+    def command(self, command: object, reply: AnyReply, received: float) -> None:
         """A command was answered (``received``: ``time.perf_counter()`` when it came in)."""
 
-    def reply(self, reply: Reply) -> None:
+    def reply(self, reply: AnyReply) -> None:
         """A reply was published (any reply: refusals before decoding too)."""
 
     def presence(self, client: str, online: bool) -> None:
@@ -216,7 +217,7 @@ class Metrics(_Exposed, NoMetrics):
 
     # Hooks ----------------------------------------------------------------------------------
 
-    def command(self, command: object, reply: Reply, received: float) -> None:
+    def command(self, command: object, reply: AnyReply, received: float) -> None:
         """A command was answered (``received``: ``time.perf_counter()`` when it came in)."""
         kind = type(command).__name__
         latency = self.latency.get(kind)
@@ -232,7 +233,7 @@ class Metrics(_Exposed, NoMetrics):
         elif reply.code == "table/stale_seq":
             self.resyncs["stale_seq"] += 1
 
-    def reply(self, reply: Reply) -> None:
+    def reply(self, reply: AnyReply) -> None:
         """A reply was published: refusals are counted by code."""
         if not reply.ok:
             code = reply.code or "unknown"
@@ -280,7 +281,7 @@ class BotMetrics(_Exposed):
             "ramino_bots_games_finished", "Games the bots finished.", registry=registry
         ).set_function(lambda: games())
 
-    def acted(self, command: object, reply: Reply, seconds: float) -> None:
+    def acted(self, command: object, reply: AnyReply, seconds: float) -> None:
         """A bot's move got ``reply`` after ``seconds``."""
         kind = type(command).__name__
         self.latency.labels(kind).observe(seconds)
