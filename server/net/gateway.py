@@ -7,7 +7,9 @@ callback (``Transport.deliver``), with no queue in between. For each message it
 
 1. applies the sender's rate limit and the payload limit (coded errors, throttled);
 2. decodes the ``Request`` (``protocol/malformed``, ``protocol/invalid`` on failure);
-3. runs it: lobby commands here, table and game commands through the ``TableService``;
+3. runs it: lobby commands here, table and game commands through the ``TableService``; a
+   game command for a table already loaded goes straight to its actor (``TableActor.post``),
+   which calls back with the reply, without a task or a future of its own;
 4. answers on the sender's inbox with exactly one ``Reply``.
 
 As the table's ``Outbox`` it receives each durable record and, once a command's records are
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import time
@@ -258,6 +261,10 @@ class Gateway:
         state to publish when the pause is over."""
         self._settled: dict[str, asyncio.Event] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._moving = 0
+        """Moves posted to their actors (``admit``) and not answered yet."""
+        self._moved_all: asyncio.Event | None = None
+        """Set when ``_moving`` falls to 0 while ``stop`` waits for it."""
         self._open: dict[str, tuple[str, tuple[str, ...]]] = {}
         """Each open table: the account whose waiting table it is ("" once it plays) and the
         accounts seated there."""
@@ -300,7 +307,7 @@ class Gateway:
     @property
     def running(self) -> int:
         """Requests being run now (each took a token of its sender's rate)."""
-        return len(self._tasks)
+        return len(self._tasks) + self._moving
 
     # Life -----------------------------------------------------------------------------------
 
@@ -349,8 +356,13 @@ class Gateway:
         self.transport.deliver = _ignore
         if self._link_task is not None:
             self._link_task.cancel()
-        if self._tasks:
-            await asyncio.wait(self._tasks, timeout=5)
+        with contextlib.suppress(TimeoutError):  # at most 5 s: then it stops all the same
+            async with asyncio.timeout(5):
+                if self._tasks:
+                    await asyncio.wait(self._tasks)
+                if self._moving:
+                    self._moved_all = asyncio.Event()
+                    await self._moved_all.wait()
         if self._status_task is not None:
             self._status_task.cancel()
         if self.offline_on_stop:
@@ -521,6 +533,15 @@ class Gateway:
         if client in self._absent:
             self._set_absent(client, False)
         started = time.perf_counter()
+        if table and worker is None and isinstance(request.cmd, GAME_COMMANDS):
+            # A move at a loaded table goes straight to its actor, which calls back with the
+            # reply: no task or future of its own (what _table_command would do for it).
+            actor = self.service.actors.get(table) if self.service is not None else None
+            if actor is not None and actor.table.created is not None and not actor.stopping:
+                answer = functools.partial(self._moved, client, actor, request, started)
+                actor.post(client, request.cmd, _scoped(client, request.id), request.seq, answer)
+                self._moving += 1
+                return
         task = asyncio.create_task(self._run(client, table, request, started, shard))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -565,6 +586,27 @@ class Gateway:
             _log.exception("request failed", extra={"client": client, "id": request.id})
             reply = _error(request.id, "server/internal", f"internal error: {type(error).__name__}")
         self._answered(client, table, request, reply, started)
+
+    def _moved(
+        self,
+        client: str,
+        actor: TableActor,
+        request: Request,
+        started: float,
+        outcome: TableReply | LeaseLost,
+    ) -> None:
+        """The actor's answer to a move ``admit`` posted to it."""
+        self._moving -= 1
+        if not self._moving and self._moved_all is not None:
+            self._moved_all.set()
+        if isinstance(outcome, LeaseLost):  # another worker took the table: it answers
+            return
+        try:
+            reply = self._table_reply(client, actor, request.id, outcome)
+        except Exception as error:  # our bug: answer it, keep serving
+            _log.exception("request failed", extra={"client": client, "id": request.id})
+            reply = _error(request.id, "server/internal", f"internal error: {type(error).__name__}")
+        self._answered(client, actor.table.table_id, request, reply, started)
 
     def _answered(
         self, client: str, table: str, request: Request, reply: AnyReply, started: float

@@ -142,13 +142,19 @@ class _Close:
     done: asyncio.Future[None]
 
 
+Answer = Callable[[Reply | LeaseLost], None]
+"""Called by the actor with a posted command's reply (``TableActor.post``), or with the
+``LeaseLost`` that means another worker serves the table now and answers the retry."""
+
+
 @dataclass
 class _Job:
     sender: str
     command_id: str
     last_seq: int | None
     command: Command | TableCommand
-    reply: asyncio.Future[Reply]
+    reply: asyncio.Future[Reply] | Answer
+    """Where the reply goes: a future ``submit`` waits on, or the callback of ``post``."""
 
 
 _log = logging.getLogger(__name__)
@@ -548,6 +554,27 @@ class TableActor:
         await self._jobs.put(_Job(sender, command_id, last_seq, command, future))
         return await future
 
+    def post(
+        self,
+        sender: str,
+        command: Command | TableCommand,
+        command_id: str,
+        last_seq: int | None,
+        answer: Answer,
+    ) -> None:
+        """Queue ``command`` like ``submit`` without waiting for it: the actor's task calls
+        ``answer`` with the reply once the command is decided and, if it moved the table,
+        persisted and published (the caller's own task and future are saved: the gateway's
+        path for game commands)."""
+        if self._stopping:
+            raise RuntimeError(f"the actor of table {self.table.table_id!r} is stopping")
+        self._jobs.put_nowait(_Job(sender, command_id, last_seq, command, answer))
+
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop`` was called: no more commands are taken."""
+        return self._stopping
+
     async def close(self, reason: str, command_id: str) -> None:
         """Close the table whatever it is doing (a service's decision, e.g. a ladder whose
         one-hand game is over): ``table_closed`` with ``reason`` is appended, after which no
@@ -587,8 +614,7 @@ class TableActor:
             try:
                 reply = await self._handle(job)
             except LeaseLost as error:  # another worker serves the table now: no answer here
-                with contextlib.suppress(asyncio.InvalidStateError):
-                    job.reply.set_exception(error)
+                _settle(job, error)
                 continue
             except Exception as error:  # our bug: answer it and keep the table as it was
                 _log.exception(
@@ -602,8 +628,7 @@ class TableActor:
                     code="server/internal",
                     message=f"internal error: {type(error).__name__}",
                 )
-            with contextlib.suppress(asyncio.InvalidStateError):
-                job.reply.set_result(reply)
+            _settle(job, reply)
 
     async def _handle(self, job: _Job) -> Reply:
         table = self.table
@@ -770,6 +795,23 @@ class TableActor:
             and table.seq // self.snapshot_every > (table.seq - len(pending)) // self.snapshot_every
         ):
             await self.store.save_snapshot(table.table_id, table.seq, _to_snapshot(table))
+
+
+def _settle(job: _Job, outcome: Reply | LeaseLost) -> None:
+    """Give ``job``'s caller its outcome: its future's result or exception, or its callback."""
+    target = job.reply
+    if isinstance(target, asyncio.Future):
+        if target.done():  # the caller gave up waiting
+            return
+        if isinstance(outcome, LeaseLost):
+            target.set_exception(outcome)
+        else:
+            target.set_result(outcome)
+        return
+    try:
+        target(outcome)
+    except Exception:  # the caller's bug must not stop the table
+        _log.exception("answering a command failed", extra={"command_id": job.command_id})
 
 
 def _summary(table: TableState) -> TableSummary:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from server.engine import (
     to_move,
 )
 from server.tables.actor import OUTSIDER_REFUSALS, Reply, TableActor, load_table
+from server.tables.errors import LeaseLost
 from server.tables.records import (
     DeckCommitted,
     DeckRevealed,
@@ -269,3 +271,49 @@ async def test_refusals_of_clients_without_a_seat_are_kept_in_memory_not_stored(
     assert "rules/not_your_turn" == (await actor.submit(waiting, DrawStock(), "early")).code
     assert await actor.store.refusal("t1", "early") is not None
     assert seq == await actor.store.last_seq("t1")
+
+
+async def test_posted_moves_are_answered_in_order_after_they_are_durable_and_published(
+    actor: TableActor,
+) -> None:
+    """``post`` queues without waiting: each answer comes once the move is in the store and
+    published (the outbox saw every seq as durable), in the order posted, and a duplicate of a
+    posted move is answered as the first one without acting."""
+    await _open_game(actor)
+    game = actor.table.game
+    assert game is not None
+    player = actor.table.seats[to_move(game)]
+    answers: list[tuple[Reply, int, int]] = []
+    done = asyncio.Event()
+    outbox = actor.outbox
+    assert isinstance(outbox, RecordingOutbox)
+
+    def answer(outcome: Reply | LeaseLost) -> None:
+        assert isinstance(outcome, Reply)
+        answers.append((outcome, actor.table.seq, len(outbox.published)))
+        if len(answers) == 3:
+            done.set()
+
+    seq = actor.table.seq
+    actor.post(player, DrawStock(), "draw", seq, answer)
+    actor.post(player, DrawStock(), "draw", seq, answer)  # a retry: the same id
+    actor.post(player, DrawStock(), "again", seq, answer)  # refused: already drawn
+    assert not answers  # nothing is answered before the actor's task runs
+    async with asyncio.timeout(10):
+        await done.wait()
+    (first, at, published), (again, _, _), (refused, _, _) = answers
+    assert (True, seq + 1, seq + 1) == (first.ok, first.seq, at)
+    assert published == len(outbox.published)
+    assert not outbox.unpersisted
+    assert (True, True, first.seq) == (again.ok, again.duplicate, again.seq)
+    assert (False, "table/stale_seq") == (refused.ok, refused.code)
+    assert seq + 1 == await actor.store.last_seq("t1")
+
+
+async def test_a_stopping_actor_takes_no_posted_move(actor: TableActor) -> None:
+    """Once ``stop`` is called ``post`` refuses, as ``submit`` does."""
+    await _open_game(actor)
+    await actor.stop()
+    assert actor.stopping
+    with pytest.raises(RuntimeError, match="stopping"):
+        actor.post("p0", DrawStock(), "late", None, lambda outcome: None)
