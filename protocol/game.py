@@ -5,6 +5,10 @@ are ints (see ``cards``); score amounts are exact fractions written as text (``"
 ``"25/2"``) because a hand settled by differences may split points among tied players.
 
 Commands are validated by ``decide``; events are trusted by ``evolve``.
+
+Every struct here is ``gc=False``: it holds only data (numbers, text, tuples and other such
+structs), so it can never be part of a reference cycle, and the garbage collector need not
+track the many a server or a bot keeps and decodes. Put nothing in one that refers back to it.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ Public topics carry ``TableEvents`` (every event as a spectator sees it), the re
 Unions are tagged by a ``type`` field. Decoding enforces limits on sizes and lengths (see
 ``protocol.codec``); every field a client sends is typed, so nothing nests deeper than this
 schema says.
+
+Every struct here is ``gc=False``: it holds only data (numbers, text, tuples and other such
+structs), so it can never be part of a reference cycle, and the garbage collector need not
+track the many a server or a bot keeps and decodes. Put nothing in one that refers back to it.
 """
 
 from __future__ import annotations

@@ -583,8 +583,7 @@ class Gateway:
         except CodedError as error:
             reply = _error(request.id, error.code, error.message, table)
         except Exception as error:  # our bug: answer it, keep serving
-            _log.exception("request failed", extra={"client": client, "id": request.id})
-            reply = _error(request.id, "server/internal", f"internal error: {type(error).__name__}")
+            reply = _internal_error(client, request, error)
         self._answered(client, table, request, reply, started)
 
     def _moved(
@@ -604,8 +603,7 @@ class Gateway:
         try:
             reply = self._table_reply(client, actor, request.id, outcome)
         except Exception as error:  # our bug: answer it, keep serving
-            _log.exception("request failed", extra={"client": client, "id": request.id})
-            reply = _error(request.id, "server/internal", f"internal error: {type(error).__name__}")
+            reply = _internal_error(client, request, error)
         self._answered(client, actor.table.table_id, request, reply, started)
 
     def _answered(
@@ -1295,6 +1293,12 @@ def _ok(
     result: Result | None = None,
 ) -> Reply:
     return Reply(id=command_id, ok=True, table=table, seq=seq, events=events, result=result)
+
+
+def _internal_error(client: str, request: Request, error: Exception) -> Reply:
+    """The reply to ``request`` that failed on our bug ``error``, logged."""
+    _log.exception("request failed", extra={"client": client, "id": request.id})
+    return _error(request.id, "server/internal", f"internal error: {type(error).__name__}")
 
 
 def _error(command_id: str, code: str, message: str, table: str = "", seq: int = 0) -> Reply:

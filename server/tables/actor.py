@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import secrets
@@ -153,8 +154,7 @@ class _Job:
     command_id: str
     last_seq: int | None
     command: Command | TableCommand
-    reply: asyncio.Future[Reply] | Answer
-    """Where the reply goes: a future ``submit`` waits on, or the callback of ``post``."""
+    answer: Answer
 
 
 _log = logging.getLogger(__name__)
@@ -551,7 +551,7 @@ class TableActor:
         if self._stopping:
             raise RuntimeError(f"the actor of table {self.table.table_id!r} is stopping")
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
-        await self._jobs.put(_Job(sender, command_id, last_seq, command, future))
+        self.post(sender, command, command_id, last_seq, functools.partial(_resolve, future))
         return await future
 
     def post(
@@ -798,20 +798,21 @@ class TableActor:
 
 
 def _settle(job: _Job, outcome: Reply | LeaseLost) -> None:
-    """Give ``job``'s caller its outcome: its future's result or exception, or its callback."""
-    target = job.reply
-    if isinstance(target, asyncio.Future):
-        if target.done():  # the caller gave up waiting
-            return
-        if isinstance(outcome, LeaseLost):
-            target.set_exception(outcome)
-        else:
-            target.set_result(outcome)
-        return
+    """Give ``job``'s caller its outcome."""
     try:
-        target(outcome)
+        job.answer(outcome)
     except Exception:  # the caller's bug must not stop the table
         _log.exception("answering a command failed", extra={"command_id": job.command_id})
+
+
+def _resolve(future: asyncio.Future[Reply], outcome: Reply | LeaseLost) -> None:
+    """``submit``'s answer: the outcome into the future it waits on."""
+    if future.done():  # the caller gave up waiting
+        return
+    if isinstance(outcome, LeaseLost):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
 
 
 def _summary(table: TableState) -> TableSummary:
