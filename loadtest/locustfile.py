@@ -32,6 +32,7 @@ import csv
 import itertools
 import json
 import math
+import os
 import random
 import secrets
 import time
@@ -44,7 +45,7 @@ import gevent
 from locust import User, constant, events, task
 from locust.env import Environment
 from locust.exception import StopUser
-from locust.runners import LocalRunner, WorkerRunner
+from locust.runners import LocalRunner, MasterRunner, WorkerRunner
 
 from bots.policies.base import Policy, find_policy
 from loadtest.player import (
@@ -59,7 +60,7 @@ from loadtest.player import (
     TableTrack,
 )
 from loadtest.recording import Recorder
-from loadtest.summary import Thresholds, summarize
+from loadtest.summary import GENERATOR_CPU_LIMIT, Thresholds, summarize
 from loadtest.timeline import FIELDS, Window, read_server_metrics
 from protocol import topics
 from protocol.codec import encode
@@ -154,6 +155,12 @@ def _arguments(parser: Any) -> None:
     parser.add_argument("--ramino-summary", default="", help="write the JSON summary here")
     parser.add_argument("--ramino-p99-ms", type=float, default=1000.0)
     parser.add_argument("--ramino-max-error-rate", type=float, default=0.01)
+    parser.add_argument(
+        "--ramino-generator-cpu-limit",
+        type=float,
+        default=GENERATOR_CPU_LIMIT,
+        help="percent of a core above which a player process counts as saturated",
+    )
     parser.add_argument(
         "--ramino-drop-every", type=float, default=20.0, help="ReconnectPlayer's storm period"
     )
@@ -651,7 +658,12 @@ def _summary(environment: Environment, **_: Any) -> None:
         p99_ms=float(getattr(options, "ramino_p99_ms", 1000.0)),
         max_error_rate=float(getattr(options, "ramino_max_error_rate", 0.01)),
     )
-    summary = summarize(environment.stats, thresholds)
+    summary = summarize(
+        environment.stats,
+        thresholds,
+        _generator.figures(environment),
+        float(getattr(options, "ramino_generator_cpu_limit", GENERATOR_CPU_LIMIT)),
+    )
     for line in summary.lines():
         print(f"ramino loadtest: {line}")
     path = str(getattr(options, "ramino_summary", "") or "")
@@ -660,6 +672,56 @@ def _summary(environment: Environment, **_: Any) -> None:
     environment.process_exit_code = 0 if summary.passed else 1
 
 
+def _cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+class _GeneratorCpu:
+    """The CPU of the load generator's processes. A player process that runs out of CPU
+    queues its own messages: its latencies then measure it as much as the server."""
+
+    def __init__(self) -> None:
+        self.since: tuple[float, float] | None = None  # (wall, CPU) at the test's start
+        self.until: tuple[float, float] | None = None  # at its stop
+        self.peak = 0.0  # the highest of Locust's samples in this process
+        self.workers: dict[str, tuple[float, float]] = {}  # on a master: each worker's
+
+    def start(self, **_: Any) -> None:
+        self.since, self.until = (time.monotonic(), _cpu_seconds()), None
+
+    def stop(self, **_: Any) -> None:
+        self.until = (time.monotonic(), _cpu_seconds())
+
+    def sample(self, cpu_usage: float, **_: Any) -> None:
+        self.peak = max(self.peak, float(cpu_usage))
+
+    def average(self) -> float:
+        """Percent of one core this process used between the test's start and stop."""
+        if self.since is None:
+            return 0.0
+        wall, cpu = self.until or (time.monotonic(), _cpu_seconds())
+        elapsed = wall - self.since[0]
+        return 100.0 * (cpu - self.since[1]) / elapsed if elapsed > 0 else 0.0
+
+    def report(self, data: dict[str, Any], **_: Any) -> None:
+        """On a worker: our figures go with each report to the master."""
+        data["ramino_cpu"] = [self.average(), self.peak]
+
+    def worker_report(self, client_id: str, data: dict[str, Any], **_: Any) -> None:
+        figures = data.get("ramino_cpu")
+        if isinstance(figures, list) and len(figures) == 2:
+            self.workers[client_id] = (float(figures[0]), float(figures[1]))
+
+    def figures(self, environment: Environment) -> tuple[float, float]:
+        """(average, peak) of the busiest player process: the workers' on a master."""
+        if isinstance(environment.runner, MasterRunner):
+            known = list(self.workers.values())
+            return max((a for a, _ in known), default=0.0), max((p for _, p in known), default=0.0)
+        return self.average(), self.peak
+
+
+_generator = _GeneratorCpu()
 _window: Window | None = None
 
 
@@ -705,3 +767,8 @@ _hooks.init_command_line_parser.add_listener(_arguments)
 _hooks.quitting.add_listener(_summary)
 _hooks.test_start.add_listener(_timeline)
 _hooks.request.add_listener(_request)
+_hooks.test_start.add_listener(_generator.start)
+_hooks.test_stop.add_listener(_generator.stop)
+_hooks.usage_monitor.add_listener(_generator.sample)
+_hooks.report_to_master.add_listener(_generator.report)
+_hooks.worker_report.add_listener(_generator.worker_report)

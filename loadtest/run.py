@@ -106,6 +106,8 @@ def locust_command(
         str(args.p99_ms),
         "--ramino-max-error-rate",
         str(args.max_error_rate),
+        "--ramino-generator-cpu-limit",
+        str(args.generator_cpu_limit),
         "--ramino-policy",
         args.policy,
         "--ramino-games",
@@ -287,6 +289,7 @@ def run_command(args: argparse.Namespace) -> int:
         f"ramino loadtest: scenario {args.scenario}: {'PASS' if passed else 'FAIL'} "
         f"(p99 command -> reply {data['p99_command_ms']:.0f} ms, limit {args.p99_ms:.0f} ms; "
         f"error rate {data['error_rate']:.4%}, limit {args.max_error_rate:.2%}; "
-        f"{data['games_finished']} games finished)"
+        f"{data['games_finished']} games finished"
+        f"{'; LOAD GENERATOR SATURATED' if data.get('generator_saturated') else ''})"
     )
     return 0 if passed else 1

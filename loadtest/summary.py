@@ -16,7 +16,11 @@ from locust.stats import RequestStats, StatsEntry, StatsError
 
 from loadtest.player import KIND_COMMAND, KIND_GAME, KIND_REFUSED, KIND_RESYNC
 
-__all__ = ["Summary", "Thresholds", "summarize"]
+__all__ = ["GENERATOR_CPU_LIMIT", "Summary", "Thresholds", "summarize"]
+
+GENERATOR_CPU_LIMIT = 90.0
+"""Percent of one core above which a load player process counts as saturated (Locust's own
+warning threshold)."""
 
 _CODE = re.compile(r"^\w+\('([^']*)'")
 
@@ -48,6 +52,14 @@ class Summary:
     p99_ms: float = 0.0
     max_error_rate: float = 0.0
     passed: bool = False
+    generator_cpu: float = 0.0
+    """The load generator's CPU over the run, in percent of one core: its busiest process."""
+    generator_cpu_peak: float = 0.0
+    """The highest of Locust's own CPU samples (every 10 s, each process), in percent."""
+    generator_cpu_limit: float = GENERATOR_CPU_LIMIT
+    generator_saturated: bool = False
+    """Whether a player process used more than ``generator_cpu_limit``: its own queue then
+    adds to the latencies, and the users asked for were not driven at full pace."""
 
     def lines(self) -> list[str]:
         """The summary for people, one figure a line, ending with PASS or FAIL."""
@@ -66,8 +78,23 @@ class Summary:
         if self.refused_by_code:
             refused = ", ".join(f"{code} {n}" for code, n in sorted(self.refused_by_code.items()))
             lines.append(f"expected refusals: {refused}")
+        lines.append(self.generator_line())
         lines.append("PASS" if self.passed else "FAIL")
         return lines
+
+    def generator_line(self) -> str:
+        """What the load generator's CPU says of the figures above."""
+        figures = (
+            f"load generator CPU {self.generator_cpu:.0f}% of a core over the run (busiest "
+            f"process), Locust's samples at most {self.generator_cpu_peak:.0f}%"
+        )
+        if not self.generator_saturated:
+            return f"{figures} (limit {self.generator_cpu_limit:.0f}%: ok)"
+        return (
+            f"{figures} (limit {self.generator_cpu_limit:.0f}%: SATURATED): the latencies "
+            "include the players' own queueing and the load asked for was not fully offered; "
+            "spread the users over more processes (--processes N) or machines"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The summary as a JSON object."""
@@ -80,11 +107,19 @@ def _code(error: StatsError) -> str:
     return match.group(1) if match else text
 
 
-def summarize(stats: RequestStats, thresholds: Thresholds) -> Summary:
+def summarize(
+    stats: RequestStats,
+    thresholds: Thresholds,
+    generator: tuple[float, float] = (0.0, 0.0),
+    cpu_limit: float = GENERATOR_CPU_LIMIT,
+) -> Summary:
     """The summary of ``stats`` against ``thresholds``.
 
     The p99 of command -> reply is taken over every command type together; the error rate is
-    Locust's: failed requests of every type over all requests.
+    Locust's: failed requests of every type over all requests. ``generator`` is the load
+    generator's CPU (its busiest process's average over the run and the highest of Locust's
+    samples, percent of one core), reported against ``cpu_limit``; it does not change the
+    verdict.
     """
     commands = StatsEntry(stats, "commands", KIND_COMMAND)
     games = resyncs = 0
@@ -122,4 +157,8 @@ def summarize(stats: RequestStats, thresholds: Thresholds) -> Summary:
         p99_ms=thresholds.p99_ms,
         max_error_rate=thresholds.max_error_rate,
         passed=passed,
+        generator_cpu=generator[0],
+        generator_cpu_peak=generator[1],
+        generator_cpu_limit=cpu_limit,
+        generator_saturated=max(generator) > cpu_limit,
     )

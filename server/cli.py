@@ -290,6 +290,13 @@ def _add_loadtest(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         "--max-error-rate", type=float, default=0.01, help="threshold: failed requests share"
     )
     loadtest.add_argument(
+        "--generator-cpu-limit",
+        type=float,
+        default=90.0,
+        metavar="PERCENT",
+        help="a player process above this share of a core is reported saturated",
+    )
+    loadtest.add_argument(
         "--think", type=float, default=0.0, help="mean seconds a player waits before a move"
     )
     loadtest.add_argument(

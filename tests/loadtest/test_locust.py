@@ -131,12 +131,19 @@ async def test_a_short_run_plays_whole_games_without_errors_or_leaks(
     assert 0 == summary["failures"], (summary["errors_by_code"], output)
     assert summary["passed"], output
     assert summary["resyncs"] > 0, output  # the reconnect storms made players catch up
+    # One player process did all the work: it used some CPU, at most about one core (gevent).
+    assert 0 < summary["generator_cpu"] < 150, output
+    assert summary["generator_saturated"] == (
+        max(summary["generator_cpu"], summary["generator_cpu_peak"]) > 90
+    ), output
     assert checked > 1000
     assert [] == leaks
 
 
 async def test_ramino_loadtest_exits_1_when_the_p99_threshold_is_missed() -> None:
     # A p99 of 0 ms cannot be met over a broker: the run must fail on that threshold alone.
+    # A CPU limit of 0% for the load generator: any run counts as saturated, which is reported
+    # and does not change the verdict.
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -155,6 +162,8 @@ async def test_ramino_loadtest_exits_1_when_the_p99_threshold_is_missed() -> Non
         "gin",
         "--p99-ms",
         "0",
+        "--generator-cpu-limit",
+        "0",
         cwd=ROOT,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -171,3 +180,5 @@ async def test_ramino_loadtest_exits_1_when_the_p99_threshold_is_missed() -> Non
     assert "(threshold 0 ms: MISSED)" in output
     assert "error rate 0.0000% (threshold 1.00%: ok)" in output
     assert "ramino loadtest: scenario steady: FAIL" in output
+    assert "(limit 0%: SATURATED)" in output
+    assert "LOAD GENERATOR SATURATED)" in output
