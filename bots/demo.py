@@ -151,6 +151,8 @@ async def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> int:
                 print(f"\nThe web page stays up at {server.web_url} ; Ctrl-C stops.", file=out)
                 await stop.wait()
             await house.stop()
+            if not interrupted:
+                print("Stopping: the web page, the broker and the server.", file=out)
     return 130 if interrupted else 0
 
 

@@ -85,6 +85,8 @@ async def test_demo_prints_the_page_serves_it_and_stops_on_ctrl_c(tmp_path: Path
             assert 0 == client.returncode, played.decode()
             assert re.search(r"^winners \S", played.decode(), re.MULTILINE), played.decode()
             process.send_signal(signal.SIGINT)
+            stopping = r"^Stopping: the web page, the broker and the server\."
+            await _line(process.stdout, stopping, seen)
             assert 0 == await process.wait()
     finally:
         if process.returncode is None:
