@@ -321,7 +321,7 @@ class RaminoPlayer(User):
         plan = self.rng.choice(self.settings.plans)
         joined = self._join(plan)
         if joined is not None:
-            track, first = joined
+            track, first, plan = joined
             try:
                 self._play(track, first, plan)
             finally:
@@ -333,18 +333,36 @@ class RaminoPlayer(User):
 
     # The lobby -------------------------------------------------------------------------------
 
-    def _join(self, plan: TablePlan) -> tuple[TableTrack, Seen] | None:
+    def _join(self, plan: TablePlan) -> tuple[TableTrack, Seen, TablePlan] | None:
         """Sit at a waiting table of ``plan`` (or open one) and wait for its game to start.
 
         Players that arrive together each open a table; while waiting, each moves to the
-        fullest waiting table of its plan (ties: the lowest id), so they gather instead of
-        waiting apart. The table's last player starts the game.
+        fullest waiting table of its plan, and after a few seconds to that of any plan when it
+        is fuller than its own (ties: the lowest id), so they gather instead of waiting apart.
+        The table's last player starts the game. Returns the table, its first update and the
+        plan it has (the one asked for, or the plan of the table moved to).
         """
         started = time.perf_counter()
         player = self.player
         table = ""
+        rounds = 0
         while time.perf_counter() - started < self.start_wait:
             waiting = self._waiting_tables(plan)
+            mine = next((listing for listing in waiting if listing.table == table), None)
+            rounds += 1
+            if mine is not None and "" in mine.seats and rounds > 2:
+                # Still waiting after a few seconds: few players, each at a kind of table of
+                # its own. The one at the emptier table moves to the fullest of any plan, so
+                # that they gather (with many players tables fill before this).
+                fullest = self._fullest_waiting()
+                if (
+                    fullest is not None
+                    and fullest[1] != plan
+                    and fullest[0] < (mine.seats.count(""), table)
+                    and self._leave(table)
+                ):
+                    plan, table = fullest[1], ""
+                    waiting = self._waiting_tables(plan)
             if table:
                 table = self._move_or_start(table, waiting)
             else:
@@ -360,15 +378,41 @@ class RaminoPlayer(User):
                     self._game_started(started)
                     if self.chat_chance:
                         player.subscribe(topics.chat(table))
-                    return track, seen
+                    return track, seen, plan
         if table and not self._leave(table):
             track = player.table(table)
             seen = track.drain() or track.last
             if seen is not None:
                 self._game_started(started)
-                return track, seen
+                return track, seen, plan
         player.fire(KIND_LOBBY, "gave up waiting", time.perf_counter() - started)
         return None
+
+    def _fullest_waiting(self) -> tuple[tuple[int, str], TablePlan] | None:
+        """(free seats, id) of the fullest waiting table of load players that has a free seat
+        (ties: the lowest id), of any plan, and its plan; ``None`` if there is none."""
+        plans = self.settings.plans
+        reply = self.player.request(ListTables(status="waiting"))
+        if reply is None or not isinstance(reply.result, Tables):
+            return None
+        best: tuple[tuple[int, str], TablePlan] | None = None
+        for listing in reply.result.tables:
+            if not listing.host.startswith(self.settings.prefix) or "" not in listing.seats:
+                continue
+            plan = next(
+                (
+                    plan
+                    for plan in plans
+                    if plan.variant == listing.variant
+                    and plan.seats == len(listing.seats)
+                    and plan.options == listing.options
+                ),
+                None,
+            )
+            key = (listing.seats.count(""), listing.table)
+            if plan is not None and (best is None or key < best[0]):
+                best = (key, plan)
+        return best
 
     def _game_started(self, lobby_since: float) -> None:
         now = time.perf_counter()
