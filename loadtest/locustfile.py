@@ -123,6 +123,12 @@ PLANS: tuple[TablePlan, ...] = (
 """The table mix of steady play: one-deal games (a few seconds each) so that whole games,
 rematches and new tables all happen within a run."""
 
+
+def _fullness(listing: TableListing) -> tuple[int, str]:
+    """The order of waiting tables, fullest first: free seats, then the lowest id."""
+    return listing.seats.count(""), listing.table
+
+
 RACE_CODES = frozenset({"table/full", "table/seat_taken", "table/game_running", "table/unknown"})
 """Refusals of ``sit`` when another player took the seat first."""
 HOSTILE_ACTS = ("garbage", "invalid", "oversized", "wrong topic", "replay", "flood")
@@ -354,14 +360,16 @@ class RaminoPlayer(User):
                 # Still waiting after a few seconds: few players, each at a kind of table of
                 # its own. The one at the emptier table moves to the fullest of any plan, so
                 # that they gather (with many players tables fill before this).
-                fullest = self._fullest_waiting()
+                fullest = next((t for t in self._waiting_tables(None) if "" in t.seats), None)
+                other = self._plan_of(fullest) if fullest is not None else None
                 if (
                     fullest is not None
-                    and fullest[1] != plan
-                    and fullest[0] < (mine.seats.count(""), table)
+                    and other is not None
+                    and other != plan
+                    and _fullness(fullest) < _fullness(mine)
                     and self._leave(table)
                 ):
-                    plan, table = fullest[1], ""
+                    plan, table = other, ""
                     waiting = self._waiting_tables(plan)
             if table:
                 table = self._move_or_start(table, waiting)
@@ -388,52 +396,40 @@ class RaminoPlayer(User):
         player.fire(KIND_LOBBY, "gave up waiting", time.perf_counter() - started)
         return None
 
-    def _fullest_waiting(self) -> tuple[tuple[int, str], TablePlan] | None:
-        """(free seats, id) of the fullest waiting table of load players that has a free seat
-        (ties: the lowest id), of any plan, and its plan; ``None`` if there is none."""
-        plans = self.settings.plans
-        reply = self.player.request(ListTables(status="waiting"))
-        if reply is None or not isinstance(reply.result, Tables):
-            return None
-        best: tuple[tuple[int, str], TablePlan] | None = None
-        for listing in reply.result.tables:
-            if not listing.host.startswith(self.settings.prefix) or "" not in listing.seats:
-                continue
-            plan = next(
-                (
-                    plan
-                    for plan in plans
-                    if plan.variant == listing.variant
-                    and plan.seats == len(listing.seats)
-                    and plan.options == listing.options
-                ),
-                None,
-            )
-            key = (listing.seats.count(""), listing.table)
-            if plan is not None and (best is None or key < best[0]):
-                best = (key, plan)
-        return best
-
     def _game_started(self, lobby_since: float) -> None:
         now = time.perf_counter()
         self.player.fire(KIND_LOBBY, "join -> game start", now - lobby_since)
         if self.reconnect_between_tables:
             self.player.fire(KIND_LOBBY, "connect -> game start", now - self.connecting_since)
 
-    def _waiting_tables(self, plan: TablePlan) -> list[TableListing]:
-        """The waiting tables of ``plan`` opened by load players, fullest first."""
-        reply = self.player.request(ListTables(status="waiting", variant=plan.variant))
+    def _waiting_tables(self, plan: TablePlan | None) -> list[TableListing]:
+        """The waiting tables of ``plan`` (``None``: of any plan of the run) opened by load
+        players, fullest first."""
+        variant = plan.variant if plan is not None else ""
+        reply = self.player.request(ListTables(status="waiting", variant=variant))
         if reply is None or not isinstance(reply.result, Tables):
             return []
         found = [
             listing
             for listing in reply.result.tables
             if listing.host.startswith(self.settings.prefix)
-            and len(listing.seats) == plan.seats
-            and listing.options == plan.options
+            and (self._plan_of(listing) == plan if plan is not None else self._plan_of(listing))
         ]
-        found.sort(key=lambda listing: (listing.seats.count(""), listing.table))
+        found.sort(key=_fullness)
         return found
+
+    def _plan_of(self, listing: TableListing) -> TablePlan | None:
+        """The plan of the run that ``listing``'s table was opened with, if any."""
+        return next(
+            (
+                plan
+                for plan in self.settings.plans
+                if plan.variant == listing.variant
+                and plan.seats == len(listing.seats)
+                and plan.options == listing.options
+            ),
+            None,
+        )
 
     def _sit_or_create(self, plan: TablePlan, waiting: list[TableListing]) -> str:
         """Sit at the fullest waiting table with a free seat, or open a table; its id."""
@@ -470,7 +466,7 @@ class RaminoPlayer(User):
                 for listing in waiting
                 if "" in listing.seats
                 and listing.table != table
-                and (listing.seats.count(""), listing.table) < (mine.seats.count(""), table)
+                and _fullness(listing) < _fullness(mine)
             ),
             None,
         )

@@ -110,8 +110,8 @@ def _code(error: StatsError) -> str:
 def summarize(
     stats: RequestStats,
     thresholds: Thresholds,
-    generator: tuple[float, float] = (0.0, 0.0),
-    cpu_limit: float = GENERATOR_CPU_LIMIT,
+    generator: tuple[float, float],
+    cpu_limit: float,
 ) -> Summary:
     """The summary of ``stats`` against ``thresholds``.
 
