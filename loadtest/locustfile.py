@@ -45,7 +45,7 @@ import gevent
 from locust import User, constant, events, task
 from locust.env import Environment
 from locust.exception import StopUser
-from locust.runners import LocalRunner, MasterRunner, WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
 from bots.policies.base import Policy, find_policy
 from loadtest.player import (
@@ -771,15 +771,22 @@ def _request(request_type: str, response_time: float, **_: Any) -> None:
 
 
 def _timeline(environment: Environment, **_: Any) -> None:
-    """With ``--ramino-timeline``: write a row of figures every few seconds (one process)."""
+    """With ``--ramino-timeline``: write a row of figures every few seconds.
+
+    One process writes the rows: a local runner's, or the master's with its workers' command
+    times, which each worker sends with its reports (every few seconds, Locust's
+    ``WORKER_REPORT_INTERVAL``): a time lands in the window its report reaches.
+    """
     global _window
     options = environment.parsed_options
     path = str(getattr(options, "ramino_timeline", "") or "")
-    if not path or _window is not None or not isinstance(environment.runner, LocalRunner):
+    if not path or _window is not None:
         return
+    _window = window = Window()
+    if isinstance(environment.runner, WorkerRunner):
+        return  # the master writes; this worker's times go with its reports
     every = max(1.0, float(getattr(options, "ramino_timeline_every", 10.0)))
     metrics = str(getattr(options, "ramino_server_metrics", "") or "")
-    _window = window = Window()
     started = window.started
 
     def write() -> None:
@@ -802,11 +809,26 @@ def _timeline(environment: Environment, **_: Any) -> None:
     gevent.spawn(write)
 
 
+def _timeline_report(data: dict[str, Any], **_: Any) -> None:
+    """On a worker with ``--ramino-timeline``: the command times since the last report."""
+    if _window is not None:
+        data["ramino_latencies_ms"], _window.latencies_ms = _window.latencies_ms, []
+
+
+def _timeline_worker_report(data: dict[str, Any], **_: Any) -> None:
+    """On the master: a worker's command times join the current window."""
+    latencies = data.get("ramino_latencies_ms")
+    if _window is not None and isinstance(latencies, list):
+        _window.latencies_ms.extend(float(value) for value in latencies)
+
+
 _hooks: Any = events  # Locust's EventHook is untyped
 _hooks.init_command_line_parser.add_listener(_arguments)
 _hooks.quitting.add_listener(_summary)
 _hooks.test_start.add_listener(_timeline)
 _hooks.request.add_listener(_request)
+_hooks.report_to_master.add_listener(_timeline_report)
+_hooks.worker_report.add_listener(_timeline_worker_report)
 _hooks.test_start.add_listener(_generator.start)
 _hooks.test_stop.add_listener(_generator.stop)
 _hooks.usage_monitor.add_listener(_generator.sample)

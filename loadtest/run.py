@@ -121,6 +121,7 @@ def locust_command(
         command += ["--ramino-think", str(args.think)]
     if getattr(args, "timeline", ""):
         command += ["--ramino-timeline", args.timeline]
+        command += ["--ramino-timeline-every", str(getattr(args, "timeline_every", 10.0))]
         if getattr(args, "server_metrics", ""):
             command += ["--ramino-server-metrics", args.server_metrics]
     if args.csv:

@@ -303,6 +303,13 @@ def _add_loadtest(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         "--timeline", default="", metavar="FILE", help="figures every 10 s as CSV (a soak)"
     )
     loadtest.add_argument(
+        "--timeline-every",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="seconds between the timeline's rows (at least 1)",
+    )
+    loadtest.add_argument(
         "--store", default="", metavar="URL", help="with --local: the server's store URL"
     )
     loadtest.set_defaults(handler=_command_loadtest)

@@ -9,6 +9,7 @@ no card of another seat (or of the stock) in any message.
 from __future__ import annotations
 
 import asyncio
+import csv
 import json
 import sys
 from collections import defaultdict
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 
 from loadtest.recording import read_recording
 from protocol.transport import Message
@@ -140,15 +142,39 @@ async def test_a_short_run_plays_whole_games_without_errors_or_leaks(
     assert [] == leaks
 
 
-async def test_ramino_loadtest_exits_1_when_the_p99_threshold_is_missed() -> None:
-    # A p99 of 0 ms cannot be met over a broker: the run must fail on that threshold alone.
-    # A CPU limit of 0% for the load generator: any run counts as saturated, which is reported
-    # and does not change the verdict.
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+async def _ramino_loadtest(*arguments: str) -> tuple[int, str]:
+    """``ramino loadtest ARGUMENTS`` in a subprocess: its exit status and output."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "server.cli",
         "loadtest",
+        *arguments,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        async with asyncio.timeout(90):
+            raw, _ = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode is not None
+    return process.returncode, raw.decode(errors="replace")
+
+
+async def test_ramino_loadtest_exits_1_when_the_p99_threshold_is_missed() -> None:
+    # A p99 of 0 ms cannot be met over a broker: the run must fail on that threshold alone.
+    # A CPU limit of 0% for the load generator: any run counts as saturated, which is reported
+    # and does not change the verdict.
+    status, output = await _ramino_loadtest(
         "--local",
         "--scenario",
         "steady",
@@ -164,21 +190,55 @@ async def test_ramino_loadtest_exits_1_when_the_p99_threshold_is_missed() -> Non
         "0",
         "--generator-cpu-limit",
         "0",
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
     )
-    try:
-        async with asyncio.timeout(90):
-            raw, _ = await process.communicate()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-    output = raw.decode(errors="replace")
-    assert 1 == process.returncode, output
+    assert 1 == status, output
     assert "(threshold 0 ms: MISSED)" in output
     assert "error rate 0.0000% (threshold 1.00%: ok)" in output
     assert "ramino loadtest: scenario steady: FAIL" in output
     assert "(limit 0%: SATURATED)" in output
     assert "LOAD GENERATOR SATURATED)" in output
+
+
+@pytest.mark.parametrize("processes", [0, 2])
+async def test_the_timeline_counts_the_commands_of_every_player_process(
+    tmp_path: Path, processes: int
+) -> None:
+    # With --processes 2 the master runs no player of its own: every command time in its
+    # timeline came from a worker's reports.
+    timeline, prefix = tmp_path / "timeline.csv", tmp_path / "run"
+    status, output = await _ramino_loadtest(
+        "--local",
+        "--scenario",
+        "steady",
+        "-u",
+        "6",
+        "-r",
+        "6",
+        "-t",
+        "8s",
+        "--variants",
+        "gin",
+        "--processes",
+        str(processes),
+        "--timeline",
+        str(timeline),
+        "--timeline-every",
+        "2",
+        "--csv",
+        str(prefix),
+    )
+    assert 0 == status, output
+    rows, stats = _csv_rows(timeline), _csv_rows(Path(f"{prefix}_stats.csv"))
+    commands = sum(int(row["Request Count"]) for row in stats if row["Type"] == "command")
+    counted = sum(int(row["commands"]) for row in rows)
+    assert len(rows) >= 3, rows  # a row every 2 s of an 8-s run
+    # The rows hold the commands answered up to the last row (the tail after it, at most a
+    # row's 2 s, is not in them: more than half of the run's), and none twice (a double count
+    # would be near twice the run's; Locust's final figures are taken as the players stop, so
+    # a few commands may fall on either side).
+    assert commands / 2 < counted < commands * 1.1, (rows, commands)
+    assert any(row["p99_ms"] for row in rows), rows
+    assert max(int(row["users"]) for row in rows) == 6, rows
+    # --local gives the timeline the server's /metrics: its memory in every row it could read.
+    assert all(float(row["server_rss_mib"]) > 0 for row in rows if row["server_rss_mib"]), rows
+    assert any(row["server_rss_mib"] for row in rows), rows
