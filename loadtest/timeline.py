@@ -6,9 +6,8 @@ in that window and the p50/p99 of their command -> reply times, and, with
 ``--ramino-server-metrics URL`` (set by ``ramino loadtest --local``), the server's resident
 memory and CPU seconds read from its ``/metrics`` (``ramino serve --metrics``), with the bytes
 SQLite holds and, when the server traces them (``RAMINO_TRACEMALLOC``), those of Python's
-objects. With
-``--processes`` the master writes the rows, from the command times its workers send with their
-reports.
+objects. With ``--processes`` the master writes the rows, from the command times its workers
+send with their reports.
 
 ``python -m loadtest.timeline FILE`` prints the run's trend: the least-squares slope per hour of
 the server's memory (resident, SQLite's, Python's) and of the windows' p99, with the first,

@@ -54,18 +54,19 @@ def _by_table_and_seat(
     return parts
 
 
-async def _run_locust(arguments: list[str]) -> tuple[int, str]:
+async def _run_module(seconds: float, *arguments: str) -> tuple[int, str]:
+    """``python -m ARGUMENTS`` from the checkout, killed after ``seconds``: its exit status and
+    its output (stdout and stderr together)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "locust",
         *arguments,
         cwd=ROOT,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
     try:
-        async with asyncio.timeout(RUN_SECONDS + 60):
+        async with asyncio.timeout(seconds):
             output, _ = await process.communicate()
     finally:
         if process.returncode is None:
@@ -73,6 +74,10 @@ async def _run_locust(arguments: list[str]) -> tuple[int, str]:
             await process.wait()
     assert process.returncode is not None
     return process.returncode, output.decode(errors="replace")
+
+
+async def _run_locust(arguments: list[str]) -> tuple[int, str]:
+    return await _run_module(RUN_SECONDS + 60, "locust", *arguments)
 
 
 async def test_a_short_run_plays_whole_games_without_errors_or_leaks(
@@ -149,25 +154,7 @@ def _csv_rows(path: Path) -> list[dict[str, str]]:
 
 async def _ramino_loadtest(*arguments: str) -> tuple[int, str]:
     """``ramino loadtest ARGUMENTS`` in a subprocess: its exit status and output."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server.cli",
-        "loadtest",
-        *arguments,
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    try:
-        async with asyncio.timeout(90):
-            raw, _ = await process.communicate()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-    assert process.returncode is not None
-    return process.returncode, raw.decode(errors="replace")
+    return await _run_module(90, "server.cli", "loadtest", *arguments)
 
 
 async def test_ramino_loadtest_exits_1_when_the_p99_threshold_is_missed() -> None:
